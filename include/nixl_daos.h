@@ -1,0 +1,75 @@
+/*
+ * The C ABI between the C++ shim (src/shim/) and the Rust engine (src/ffi.rs).
+ *
+ * The shim owns everything NIXL-shaped (vtables, std:: containers); Rust owns everything
+ * DAOS-shaped. Every function returns a NIXL status value (nixl_status_t: 0 success,
+ * 1 in progress, negative errors) unless noted, and never unwinds.
+ */
+#ifndef NIXL_DAOS_ABI_H
+#define NIXL_DAOS_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nd_engine nd_engine; /* one DAOS backend instance */
+typedef struct nd_md nd_md;         /* one OBJ registration (the key, copied) */
+typedef struct nd_req nd_req;       /* one prepared transfer */
+
+typedef struct {
+	const char *key;   /* NUL-terminated */
+	const char *value; /* NUL-terminated */
+} nd_param;
+
+typedef struct {
+	const char *ptr; /* not NUL-terminated */
+	size_t len;
+} nd_str;
+
+typedef struct {
+	uint64_t addr;    /* DRAM: address; OBJ: byte offset inside the object */
+	uint64_t len;
+	uint64_t dev_id;
+	const nd_md *md;  /* OBJ: the covering registration; DRAM: NULL */
+} nd_desc;
+
+/* Memory types, transfer ops and statuses use NIXL's numbering. */
+enum { ND_MEM_DRAM = 0, ND_MEM_VRAM = 1, ND_MEM_BLK = 2, ND_MEM_OBJ = 3, ND_MEM_FILE = 4 };
+enum { ND_OP_READ = 0, ND_OP_WRITE = 1 };
+
+/* Plugin level: version string and the backend parameters with their defaults. */
+const char *nd_plugin_version(void);
+/* Writes up to cap entries (static strings) into out; returns how many exist. */
+size_t nd_plugin_params(nd_param *out, size_t cap);
+
+/* On failure *out is NULL and the reason has been logged. */
+int nd_engine_create(const nd_param *params, size_t n, nd_engine **out);
+/* Bounded in time; afterwards no thread of the engine runs. */
+void nd_engine_destroy(nd_engine *engine);
+
+/* DRAM needs no DAOS call (*out = NULL); OBJ copies the key (meta, or decimal dev_id). */
+int nd_register(nd_engine *engine, int mem_type, uint64_t addr, uint64_t len, uint64_t dev_id,
+		nd_str meta, nd_md **out);
+int nd_deregister(nd_engine *engine, nd_md *md);
+
+/* Validates and plans (folds) a transfer; copies keys so the registrations may go. */
+int nd_prep_xfer(nd_engine *engine, int op, int local_mem, const nd_desc *local, size_t n_local,
+		 int remote_mem, const nd_desc *remote, size_t n_remote, nd_req **out);
+/* Submits without waiting; returns 1 (in progress), 0 (done) or an error. */
+int nd_post_xfer(nd_engine *engine, nd_req *req);
+/* Never blocks. */
+int nd_check_xfer(nd_engine *engine, nd_req *req);
+/* Frees the request; I/O still in flight keeps what DAOS may write into alive. */
+int nd_release_req(nd_engine *engine, nd_req *req);
+
+/* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */
+int nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * daos-sim control and inspection API: what a real cluster cannot give and tests and
+ * benchmarks need. Exported from libdaos_sim.so beside the libdaos API.
+ */
+#ifndef DAOS_SIM_CONTROL_H
+#define DAOS_SIM_CONTROL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Commands: "hang", "resume", "fail <der> <n>", "latency <us>", "bandwidth <gbps>",
+ * "reset_stats", "reset_data". Returns 0, or -DER_INVAL for an unknown or malformed command.
+ */
+int daos_sim_control(const char *cmd);
+
+/* JSON object of counters; the string stays valid until the next call from the same thread. */
+const char *daos_sim_stats(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,239 @@
+//! Backend parameters: their defaults (shown by NIXL's `get_plugin_params("DAOS")`) and parsing
+//! with errors that name the parameter, the value and what is accepted.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_LIBDAOS: &str = "libdaos.so.2";
+pub const DEFAULT_SYSTEM: &str = "daos_server";
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub pool: String,
+    pub container: String,
+    pub system: String,
+    pub daos_lib: String,
+    pub create_container: bool,
+    /// Object class name ("SX", "RP_3GX", ...); None lets DAOS choose from the container's
+    /// redundancy factor.
+    pub oclass: Option<String>,
+    pub fold: bool,
+    pub num_queues: usize,
+    pub max_inflight: usize,
+    pub timeout_ms: u64,
+}
+
+/// Every parameter this backend reads, with a one-line description (README table).
+pub const PARAMS: &[(&str, &str)] = &[
+    ("pool", "DAOS pool label or UUID (default: $DAOS_POOL)"),
+    ("container", "DAOS container label or UUID (default: $DAOS_CONT)"),
+    ("system", "DAOS system name"),
+    ("daos_lib", "path of libdaos to load (default: $NIXL_DAOS_LIBDAOS, else libdaos.so.2)"),
+    ("create_container", "create the container when it does not exist (true/false)"),
+    ("oclass", "object class name such as SX or RP_3GX; empty lets DAOS choose"),
+    ("fold", "fold all descriptors of a request that hit one key into one DAOS RPC (true/false)"),
+    ("num_queues", "DAOS event queues, each with one progress thread"),
+    ("max_inflight", "DAOS RPCs in flight per engine; more wait in a queue"),
+    ("timeout_ms", "deadline of one request or query, in milliseconds"),
+];
+
+fn default_queues() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 8)
+}
+
+/// Defaults as NIXL lists them, resolved against the environment `env`.
+pub fn defaults(env: &dyn Fn(&str) -> Option<String>) -> Vec<(&'static str, String)> {
+    vec![
+        ("pool", env("DAOS_POOL").unwrap_or_default()),
+        ("container", env("DAOS_CONT").unwrap_or_default()),
+        ("system", DEFAULT_SYSTEM.into()),
+        ("daos_lib", env("NIXL_DAOS_LIBDAOS").unwrap_or_else(|| DEFAULT_LIBDAOS.into())),
+        ("create_container", "false".into()),
+        ("oclass", String::new()),
+        ("fold", "true".into()),
+        ("num_queues", default_queues().to_string()),
+        ("max_inflight", DEFAULT_MAX_INFLIGHT.to_string()),
+        ("timeout_ms", DEFAULT_TIMEOUT_MS.to_string()),
+    ]
+}
+
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn parse_bool(name: &'static str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(Error::Param { name, value: v.into(), expected: "true or false".into() }),
+    }
+}
+
+fn parse_int(name: &'static str, v: &str, min: u64, max: u64) -> Result<u64> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(Error::Param { name, value: v.into(), expected: format!("an integer from {min} to {max}") }),
+    }
+}
+
+fn label(name: &'static str, v: &str, env_name: &str) -> Result<String> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Err(Error::Param {
+            name,
+            value: v.into(),
+            expected: format!("a DAOS {name} label or UUID; set the parameter or {env_name}"),
+        });
+    }
+    if v.len() > 127 || v.contains('\0') {
+        return Err(Error::Param { name, value: v.into(), expected: "a label of 1-127 characters or a UUID".into() });
+    }
+    Ok(v.to_string())
+}
+
+/// Warns once per process about a parameter this backend does not read (LMCache and KVBM pass
+/// S3 parameters such as `bucket` to whatever backend they are given).
+fn warn_unknown(name: &str) {
+    static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    if SEEN.get_or_init(Default::default).lock().unwrap().insert(name.to_string()) {
+        tracing::warn!("DAOS backend: ignoring unknown parameter {name:?}; known: {}", known_names());
+    }
+}
+
+fn known_names() -> String {
+    PARAMS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
+impl Config {
+    pub fn from_params(params: &[(String, String)]) -> Result<Config> {
+        Config::parse(params, &process_env)
+    }
+
+    pub fn parse(params: &[(String, String)], env: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
+        let mut given: Vec<(&'static str, &str)> = Vec::new();
+        for (k, v) in params {
+            match PARAMS.iter().find(|(n, _)| n == k) {
+                Some((n, _)) => given.push((n, v.as_str())),
+                None => warn_unknown(k),
+            }
+        }
+        let defaults = defaults(env);
+        let get = |name: &str| -> String {
+            given
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+                .unwrap_or_else(|| defaults.iter().find(|(n, _)| *n == name).unwrap().1.clone())
+        };
+        let system = get("system");
+        if system.is_empty() || system.len() > 15 {
+            return Err(Error::Param {
+                name: "system",
+                value: system,
+                expected: "a DAOS system name of 1-15 characters".into(),
+            });
+        }
+        let daos_lib = get("daos_lib");
+        if daos_lib.trim().is_empty() {
+            return Err(Error::Param { name: "daos_lib", value: daos_lib, expected: "a path or file name of libdaos".into() });
+        }
+        let oclass = get("oclass");
+        let oclass = oclass.trim();
+        let oclass = if oclass.is_empty() || oclass.eq_ignore_ascii_case("auto") {
+            None
+        } else {
+            Some(oclass.trim_start_matches("OC_").to_string())
+        };
+        Ok(Config {
+            pool: label("pool", &get("pool"), "DAOS_POOL")?,
+            container: label("container", &get("container"), "DAOS_CONT")?,
+            system,
+            daos_lib,
+            create_container: parse_bool("create_container", &get("create_container"))?,
+            oclass,
+            fold: parse_bool("fold", &get("fold"))?,
+            num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
+            max_inflight: parse_int("max_inflight", &get("max_inflight"), 1, 1 << 20)? as usize,
+            timeout_ms: parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = Config::parse(&p(&[("pool", "sim"), ("container", "kv")]), &no_env).unwrap();
+        assert_eq!(c.system, "daos_server");
+        assert_eq!(c.daos_lib, "libdaos.so.2");
+        assert!(c.fold && !c.create_container && c.oclass.is_none());
+        assert_eq!(c.timeout_ms, 30_000);
+        let c = Config::parse(
+            &p(&[("pool", "p"), ("container", "c"), ("fold", "false"), ("timeout_ms", "250"), ("oclass", "OC_RP_3GX"), ("num_queues", "3")]),
+            &no_env,
+        )
+        .unwrap();
+        assert!(!c.fold);
+        assert_eq!(c.timeout_ms, 250);
+        assert_eq!(c.oclass.as_deref(), Some("RP_3GX"));
+        assert_eq!(c.num_queues, 3);
+    }
+
+    #[test]
+    fn environment_fallbacks() {
+        let env = |n: &str| match n {
+            "DAOS_POOL" => Some("envpool".to_string()),
+            "DAOS_CONT" => Some("envcont".to_string()),
+            "NIXL_DAOS_LIBDAOS" => Some("/x/libdaos_sim.so".to_string()),
+            _ => None,
+        };
+        let c = Config::parse(&[], &env).unwrap();
+        assert_eq!((c.pool.as_str(), c.container.as_str(), c.daos_lib.as_str()), ("envpool", "envcont", "/x/libdaos_sim.so"));
+        let c = Config::parse(&p(&[("pool", "given")]), &env).unwrap();
+        assert_eq!(c.pool, "given");
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        let base = [("pool", "p"), ("container", "c")];
+        for (k, v) in [("timeout_ms", "abc"), ("timeout_ms", "0"), ("fold", "maybe"), ("num_queues", "0"), ("system", "a-very-long-system-name")] {
+            let mut ps = p(&base);
+            ps.push((k.to_string(), v.to_string()));
+            let e = Config::parse(&ps, &no_env).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(k) && msg.contains(v), "{msg}");
+            assert_eq!(e.status(), crate::error::Status::InvalidParam);
+        }
+        let e = Config::parse(&p(&[("container", "c")]), &no_env).unwrap_err();
+        assert!(e.to_string().contains("DAOS_POOL"), "{e}");
+    }
+
+    #[test]
+    fn unknown_parameters_are_ignored() {
+        let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("bucket", "b"), ("endpoint_override", "x")]), &no_env);
+        assert!(c.is_ok());
+    }
+
+    #[test]
+    fn every_param_has_a_default() {
+        let d = defaults(&no_env);
+        assert_eq!(d.len(), PARAMS.len());
+        for ((a, _), (b, _)) in PARAMS.iter().zip(d.iter()) {
+            assert_eq!(a, b);
+        }
+    }
+}

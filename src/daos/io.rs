@@ -1,0 +1,140 @@
+//! One object I/O as DAOS sees it: the dkey, one byte-array akey (`iod_size = 1`), its recxs
+//! and the matching scatter-gather list. `IoDesc` owns every array DAOS points into; the
+//! pointers are set at launch, once the descriptor sits at its final address.
+
+use super::{iov, sys, Library, Object};
+use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
+
+/// The akey under which a key's bytes live (a byte array: one record per byte).
+pub const DATA_AKEY: &[u8] = b"data";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    /// Write the ranges (`daos_obj_update`).
+    Update,
+    /// Read the ranges (`daos_obj_fetch`).
+    Fetch,
+    /// Highest written record of the key (`daos_obj_query_key` MAX|RECX): its size.
+    Size,
+}
+
+/// One range of the object and the local buffer it moves to or from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub offset: u64,
+    pub len: u64,
+    pub addr: u64,
+}
+
+pub struct IoDesc {
+    pub kind: IoKind,
+    dkey: Box<[u8]>,
+    akey: Box<[u8]>,
+    dkey_iov: d_iov_t,
+    akey_iov: d_iov_t,
+    iod: daos_iod_t,
+    recxs: Vec<daos_recx_t>,
+    iovs: Vec<d_iov_t>,
+    sgl: d_sg_list_t,
+    query: daos_recx_t,
+    want: u64,
+}
+
+// SAFETY: the raw pointers inside point to memory this struct owns or to user buffers whose
+// lifetime the transfer contract guarantees; the struct is handed between threads whole.
+unsafe impl Send for IoDesc {}
+
+impl IoDesc {
+    pub fn new(kind: IoKind, dkey: &[u8], extents: &[Extent]) -> IoDesc {
+        let recxs = extents.iter().map(|e| daos_recx_t { rx_idx: e.offset, rx_nr: e.len }).collect();
+        let iovs = extents.iter().map(|e| iov(e.addr as *mut u8, e.len as usize)).collect();
+        IoDesc {
+            kind,
+            dkey: dkey.into(),
+            akey: DATA_AKEY.into(),
+            dkey_iov: iov(std::ptr::null_mut(), 0),
+            akey_iov: iov(std::ptr::null_mut(), 0),
+            iod: daos_iod_t::default(),
+            recxs,
+            iovs,
+            sgl: d_sg_list_t::default(),
+            query: daos_recx_t::default(),
+            want: extents.iter().map(|e| e.len).sum(),
+        }
+    }
+
+    /// Bytes this I/O moves.
+    pub fn bytes(&self) -> u64 {
+        self.want
+    }
+
+    pub fn dkey(&self) -> &[u8] {
+        &self.dkey
+    }
+
+    /// After a fetch: bytes DAOS returned, None when the key (or every range) is absent.
+    /// Tail holes are trimmed by DAOS, so a short read shows as fewer bytes than asked.
+    pub fn fetched(&self) -> Option<u64> {
+        if self.iod.iod_size == 0 {
+            return None;
+        }
+        let n = (self.sgl.sg_nr_out as usize).min(self.iovs.len());
+        Some(self.iovs[..n].iter().map(|v| v.iov_len as u64).sum())
+    }
+
+    /// After a size query: the key's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.query.rx_idx + self.query.rx_nr
+    }
+
+    fn wire(&mut self) {
+        self.dkey_iov = iov(self.dkey.as_mut_ptr(), self.dkey.len());
+        self.akey_iov = iov(self.akey.as_mut_ptr(), self.akey.len());
+        self.iod = daos_iod_t {
+            iod_name: self.akey_iov,
+            iod_type: sys::DAOS_IOD_ARRAY as _,
+            iod_size: 1,
+            iod_flags: 0,
+            iod_nr: self.recxs.len() as u32,
+            iod_recxs: self.recxs.as_mut_ptr(),
+        };
+        self.sgl = d_sg_list_t { sg_nr: self.iovs.len() as u32, sg_nr_out: 0, sg_iovs: self.iovs.as_mut_ptr() };
+    }
+}
+
+impl Object {
+    /// Launches `io` on `ev`. Returns the DAOS return code of the call itself (errors of the
+    /// operation arrive later in `ev.ev_error`).
+    ///
+    /// # Safety
+    /// `io`, `ev` and the user buffers named by `io`'s extents must stay alive and unmoved
+    /// until `ev` has been reaped from its queue.
+    pub unsafe fn launch(&self, io: &mut IoDesc, ev: *mut daos_event_t) -> i32 {
+        io.wire();
+        let lib: &Library = self.lib;
+        let th = sys::daos_handle_t::default();
+        match io.kind {
+            IoKind::Update => lib.api.daos_obj_update(self.oh, th, 0, &mut io.dkey_iov, 1, &mut io.iod, &mut io.sgl, ev),
+            IoKind::Fetch => lib.api.daos_obj_fetch(
+                self.oh,
+                th,
+                0,
+                &mut io.dkey_iov,
+                1,
+                &mut io.iod,
+                &mut io.sgl,
+                std::ptr::null_mut(),
+                ev,
+            ),
+            IoKind::Size => lib.api.daos_obj_query_key(
+                self.oh,
+                th,
+                sys::DAOS_GET_MAX | sys::DAOS_GET_RECX,
+                &mut io.dkey_iov,
+                &mut io.akey_iov,
+                &mut io.query,
+                ev,
+            ),
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Safe wrappers over libdaos: a loaded `Library`, and RAII handles `Pool`, `Container`,
+//! `Object`, `EventQueue`. The one `unsafe` boundary to DAOS lives here and in `sys`.
+//!
+//! Asynchronous I/O is launched through `Object::launch`, whose contract (like io_uring's
+//! push) is: everything the operation points at (keys, iods, recxs, sgls, iovs, the event
+//! itself, and the user's buffers) stays alive and unmoved until the event is reaped from its
+//! queue. `crate::lanes` upholds it by keeping each operation in a `Box` owned by DAOS between
+//! launch and reap.
+
+pub mod io;
+pub mod sys;
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::Error;
+
+pub use sys::{d_iov_t, d_sg_list_t, daos_event_t, daos_handle_t, daos_iod_t, daos_recx_t};
+
+/// A loaded libdaos. Loaded once per path for the life of the process: operations left in
+/// flight by a torn-down engine may still be completed by the library, so it is never unloaded.
+pub struct Library {
+    pub(crate) api: sys::DaosApi,
+    pub path: String,
+}
+
+impl Library {
+    pub fn load(path: &str) -> Result<&'static Library, Error> {
+        static LOADED: OnceLock<Mutex<HashMap<String, &'static Library>>> = OnceLock::new();
+        let mut map = LOADED.get_or_init(Default::default).lock().unwrap();
+        if let Some(lib) = map.get(path) {
+            return Ok(lib);
+        }
+        // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
+        // the library the user named for exactly this purpose.
+        let api = unsafe { sys::DaosApi::new(path) }.map_err(|e| Error::Load {
+            path: path.to_string(),
+            reason: e.to_string(),
+        })?;
+        let lib: &'static Library = Box::leak(Box::new(Library { api, path: path.to_string() }));
+        map.insert(path.to_string(), lib);
+        Ok(lib)
+    }
+
+    /// "DER_NONEXIST"-style name of a negative DER code.
+    pub fn errstr(&self, rc: i32) -> String {
+        // SAFETY: d_errstr returns a static NUL-terminated string for any code.
+        unsafe {
+            let p = self.api.d_errstr(rc);
+            if p.is_null() {
+                format!("DER({rc})")
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        }
+    }
+
+    pub(crate) fn check(&self, call: &'static str, rc: i32) -> Result<(), Error> {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::Daos { call, rc, name: self.errstr(rc) })
+        }
+    }
+
+    /// `daos_init`, refcounted by DAOS; paired with `daos_fini` when the guard drops.
+    pub fn init(&'static self) -> Result<InitGuard, Error> {
+        // SAFETY: plain call.
+        self.check("daos_init", unsafe { self.api.daos_init() })?;
+        Ok(InitGuard { lib: self })
+    }
+
+    /// Class id for a name such as "SX" or "RP_3GX"; None when DAOS does not know it.
+    pub fn oclass_id(&self, name: &str) -> Option<u32> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: c is a valid NUL-terminated string.
+        let id = unsafe { self.api.daos_oclass_name2id(c.as_ptr()) };
+        (id > 0).then_some(id as u32)
+    }
+}
+
+pub struct InitGuard {
+    lib: &'static Library,
+}
+
+impl Drop for InitGuard {
+    fn drop(&mut self) {
+        // SAFETY: paired with the daos_init of this guard.
+        unsafe { self.lib.api.daos_fini() };
+    }
+}
+
+fn cstring(what: &str, s: &str) -> Result<CString, Error> {
+    CString::new(s).map_err(|_| Error::InvalidArg(format!("{what} {s:?} contains a NUL byte")))
+}
+
+pub struct Pool {
+    lib: &'static Library,
+    pub(crate) poh: daos_handle_t,
+    pub label: String,
+}
+
+impl Pool {
+    pub fn connect(lib: &'static Library, label: &str, system: &str) -> Result<Pool, Error> {
+        let (l, s) = (cstring("pool", label)?, cstring("system", system)?);
+        let mut poh = daos_handle_t::default();
+        // SAFETY: valid strings and out pointer; synchronous call (ev NULL).
+        let rc = unsafe {
+            lib.api.daos_pool_connect2(
+                l.as_ptr(),
+                s.as_ptr(),
+                sys::DAOS_PC_RW,
+                &mut poh,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        lib.check("daos_pool_connect", rc)?;
+        Ok(Pool { lib, poh, label: label.to_string() })
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // SAFETY: handle from a successful connect; containers were closed first (field order).
+        let rc = unsafe { self.lib.api.daos_pool_disconnect(self.poh, std::ptr::null_mut()) };
+        if rc != 0 {
+            tracing::warn!(pool = %self.label, "daos_pool_disconnect: {}", self.lib.errstr(rc));
+        }
+    }
+}
+
+pub struct Container {
+    lib: &'static Library,
+    pub(crate) coh: daos_handle_t,
+    pub label: String,
+}
+
+impl Container {
+    /// Opens `label`; when it does not exist and `create` is set, creates it first.
+    pub fn open(lib: &'static Library, pool: &Pool, label: &str, create: bool) -> Result<Container, Error> {
+        let l = cstring("container", label)?;
+        let open = |coh: &mut daos_handle_t| {
+            // SAFETY: valid pool handle, string and out pointer; synchronous.
+            unsafe {
+                lib.api.daos_cont_open2(
+                    pool.poh,
+                    l.as_ptr(),
+                    sys::DAOS_COO_RW,
+                    coh,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            }
+        };
+        let mut coh = daos_handle_t::default();
+        let mut rc = open(&mut coh);
+        if rc == -sys::DER_NONEXIST && create {
+            tracing::info!(container = label, pool = %pool.label, "creating container");
+            // SAFETY: valid handle and label; NULL props and uuid out are allowed.
+            let crc = unsafe {
+                lib.api.daos_cont_create_with_label(
+                    pool.poh,
+                    l.as_ptr(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+            // Another agent may have created it at the same moment: EXIST is fine.
+            if crc != 0 && crc != -1004 {
+                lib.check("daos_cont_create_with_label", crc)?;
+            }
+            rc = open(&mut coh);
+        }
+        lib.check("daos_cont_open", rc)?;
+        Ok(Container { lib, coh, label: label.to_string() })
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        // SAFETY: handle from a successful open; objects were closed first.
+        let rc = unsafe { self.lib.api.daos_cont_close(self.coh, std::ptr::null_mut()) };
+        if rc != 0 {
+            tracing::warn!(container = %self.label, "daos_cont_close: {}", self.lib.errstr(rc));
+        }
+    }
+}
+
+/// The DAOS object that holds the engine's keys (one dkey per NIXL key).
+pub struct Object {
+    lib: &'static Library,
+    pub(crate) oh: daos_handle_t,
+}
+
+// SAFETY: DAOS handles are plain cookies usable from any thread.
+unsafe impl Send for Object {}
+unsafe impl Sync for Object {}
+
+impl Object {
+    /// Opens the object `lo` of the container; its class is `oclass` (0: DAOS chooses from the
+    /// container's redundancy factor).
+    pub fn open(lib: &'static Library, cont: &Container, lo: u64, oclass: u32) -> Result<Object, Error> {
+        let mut oid = sys::daos_obj_id_t { lo, hi: 0 };
+        // SAFETY: valid container handle and out pointer.
+        let rc = unsafe {
+            lib.api.daos_obj_generate_oid2(cont.coh, &mut oid, sys::DAOS_OT_MULTI_HASHED as _, oclass, 0, 0)
+        };
+        lib.check("daos_obj_generate_oid", rc)?;
+        let mut oh = daos_handle_t::default();
+        // SAFETY: as above; synchronous (local) call.
+        let rc = unsafe { lib.api.daos_obj_open(cont.coh, oid, sys::DAOS_OO_RW, &mut oh, std::ptr::null_mut()) };
+        lib.check("daos_obj_open", rc)?;
+        Ok(Object { lib, oh })
+    }
+}
+
+impl Drop for Object {
+    fn drop(&mut self) {
+        // SAFETY: handle from a successful open.
+        let rc = unsafe { self.lib.api.daos_obj_close(self.oh, std::ptr::null_mut()) };
+        if rc != 0 {
+            tracing::warn!("daos_obj_close: {}", self.lib.errstr(rc));
+        }
+    }
+}
+
+/// One DAOS event queue, polled by one lane thread.
+pub struct EventQueue {
+    lib: &'static Library,
+    eqh: daos_handle_t,
+    destroyed: std::sync::atomic::AtomicBool,
+}
+
+// SAFETY: an EQ handle is a cookie; DAOS serialises access to the queue internally.
+unsafe impl Send for EventQueue {}
+unsafe impl Sync for EventQueue {}
+
+impl EventQueue {
+    pub fn create(lib: &'static Library) -> Result<EventQueue, Error> {
+        let mut eqh = daos_handle_t::default();
+        // SAFETY: valid out pointer.
+        lib.check("daos_eq_create", unsafe { lib.api.daos_eq_create(&mut eqh) })?;
+        Ok(EventQueue { lib, eqh, destroyed: Default::default() })
+    }
+
+    /// Reaps up to `out.len()` completed events, waiting at most `timeout_us` (µs).
+    pub fn poll(&self, timeout_us: i64, out: &mut [*mut daos_event_t]) -> Result<usize, Error> {
+        // SAFETY: out has room for out.len() pointers.
+        let n = unsafe { self.lib.api.daos_eq_poll(self.eqh, 0, timeout_us, out.len() as u32, out.as_mut_ptr()) };
+        if n < 0 {
+            self.lib.check("daos_eq_poll", n)?;
+        }
+        Ok(n.max(0) as usize)
+    }
+
+    /// Readies `ev` for one launch on this queue.
+    ///
+    /// # Safety
+    /// `ev` must stay valid and unmoved until it is reaped or finalised.
+    pub unsafe fn init_event(&self, ev: *mut daos_event_t) -> Result<(), Error> {
+        self.lib.check("daos_event_init", self.lib.api.daos_event_init(ev, self.eqh, std::ptr::null_mut()))
+    }
+
+    /// # Safety
+    /// `ev` was initialised with `init_event` and is not running.
+    pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
+        let rc = self.lib.api.daos_event_fini(ev);
+        if rc != 0 {
+            tracing::debug!("daos_event_fini: {}", self.lib.errstr(rc));
+        }
+    }
+
+    /// Destroys the queue once; with `force`, even while events are still in flight (their
+    /// memory must then stay allocated forever: the caller leaks it).
+    pub fn destroy(&self, force: bool) {
+        if self.destroyed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let flags = if force { sys::DAOS_EQ_DESTROY_FORCE } else { 0 };
+        // SAFETY: handle from a successful create, destroyed once.
+        let rc = unsafe { self.lib.api.daos_eq_destroy(self.eqh, flags) };
+        if rc != 0 {
+            tracing::warn!("daos_eq_destroy: {}", self.lib.errstr(rc));
+        }
+    }
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        self.destroy(true);
+    }
+}
+
+/// Builds a `d_iov_t` over `len` bytes at `ptr`, full (iov_len = iov_buf_len = len).
+pub fn iov(ptr: *mut u8, len: usize) -> d_iov_t {
+    d_iov_t { iov_buf: ptr.cast(), iov_buf_len: len, iov_len: len }
+}

@@ -1,0 +1,105 @@
+//! Errors of the engine, and the one place they become NIXL statuses.
+
+/// NIXL's `nixl_status_t` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Status {
+    InProgress = 1,
+    Success = 0,
+    NotPosted = -1,
+    InvalidParam = -2,
+    Backend = -3,
+    NotFound = -4,
+    RepostActive = -7,
+    NotSupported = -9,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{call} failed: {name} ({rc})")]
+    Daos { call: &'static str, rc: i32, name: String },
+    #[error(
+        "cannot load libdaos from {path:?}: {reason}. Install the DAOS client (libdaos.so.2), or point \
+         the backend parameter daos_lib or the environment variable NIXL_DAOS_LIBDAOS at it"
+    )]
+    Load { path: String, reason: String },
+    #[error("backend parameter {name}={value:?} is invalid: {expected}")]
+    Param { name: &'static str, value: String, expected: String },
+    #[error("{0}")]
+    NotSupported(String),
+    #[error("{0}")]
+    InvalidArg(String),
+    /// A DAOS failure explained in context (which pool, what to do), keeping the DER code.
+    #[error("{msg}")]
+    Context { msg: String, rc: i32 },
+    #[error("key {key:?} does not exist in DAOS")]
+    NoSuchKey { key: String },
+    #[error("short read of key {key:?}: asked for {want} bytes, DAOS holds {got} of them")]
+    ShortRead { key: String, want: u64, got: u64 },
+    #[error("{what} did not complete within timeout_ms={ms}")]
+    Timeout { what: String, ms: u64 },
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+    #[error("a transfer of this request is still in flight")]
+    RepostActive,
+}
+
+impl Error {
+    /// The NIXL status a caller sees for this error. A failed read of any kind is BACKEND:
+    /// LMCache treats exactly `nixlBackendError` on a read as a cache miss.
+    pub fn status(&self) -> Status {
+        match self {
+            Error::Param { .. } | Error::InvalidArg(_) => Status::InvalidParam,
+            Error::NotSupported(_) => Status::NotSupported,
+            Error::RepostActive => Status::RepostActive,
+            Error::Daos { .. }
+            | Error::Load { .. }
+            | Error::NoSuchKey { .. }
+            | Error::ShortRead { .. }
+            | Error::Timeout { .. }
+            | Error::Context { .. }
+            | Error::ShuttingDown => Status::Backend,
+        }
+    }
+
+    /// The DAOS error code carried, if any.
+    pub fn der(&self) -> Option<i32> {
+        match self {
+            Error::Daos { rc, .. } | Error::Context { rc, .. } => Some(*rc),
+            _ => None,
+        }
+    }
+}
+
+impl Error {
+    /// Keeps the DER code of the error being explained, when there is one.
+    pub fn with_der(self, rc: Option<i32>) -> Error {
+        match (self, rc) {
+            (Error::InvalidArg(msg), Some(rc)) => Error::Context { msg, rc },
+            (e, _) => e,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        let daos = Error::Daos { call: "daos_obj_fetch", rc: -1005, name: "DER_NONEXIST".into() };
+        assert_eq!(daos.status(), Status::Backend);
+        assert_eq!(daos.der(), Some(-1005));
+        assert!(daos.to_string().contains("DER_NONEXIST"));
+        assert_eq!(Error::NoSuchKey { key: "k".into() }.status(), Status::Backend);
+        assert_eq!(Error::Timeout { what: "x".into(), ms: 5 }.status(), Status::Backend);
+        let p = Error::Param { name: "timeout_ms", value: "abc".into(), expected: "an integer".into() };
+        assert_eq!(p.status(), Status::InvalidParam);
+        assert!(p.to_string().contains("timeout_ms=\"abc\""));
+        assert_eq!(Error::NotSupported("VRAM".into()).status(), Status::NotSupported);
+        assert_eq!(Error::RepostActive.status(), Status::RepostActive);
+        assert_eq!(Status::InProgress as i32, 1);
+    }
+}

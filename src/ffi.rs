@@ -1,0 +1,293 @@
+//! The C ABI the C++ shim calls (declared in include/nixl_daos.h). Every entry catches panics:
+//! nothing unwinds into C++. Pointers handed out are `Box`es: `nd_engine` is an `Engine`,
+//! `nd_md` a `Registration`, `nd_req` a `Request`.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+use crate::config::{self, Config};
+use crate::engine::{Desc, Engine, MemType, Registration, Request, XferOp};
+use crate::error::{Error, Status};
+use crate::key::ObjectKey;
+
+#[repr(C)]
+pub struct NdParam {
+    pub key: *const c_char,
+    pub value: *const c_char,
+}
+
+#[repr(C)]
+pub struct NdStr {
+    pub ptr: *const c_char,
+    pub len: usize,
+}
+
+#[repr(C)]
+pub struct NdDesc {
+    pub addr: u64,
+    pub len: u64,
+    pub dev_id: u64,
+    pub md: *const Registration,
+}
+
+fn guard(what: &str, f: impl FnOnce() -> i32) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!("DAOS backend: internal error in {what}: {msg}");
+            Status::Backend as i32
+        }
+    }
+}
+
+fn fail(what: &str, e: Error) -> i32 {
+    tracing::error!("DAOS backend: {what}: {e}");
+    e.status() as i32
+}
+
+unsafe fn bytes<'a>(s: &NdStr) -> &'a [u8] {
+    if s.ptr.is_null() || s.len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(s.ptr.cast(), s.len)
+    }
+}
+
+unsafe fn descs<'a>(p: *const NdDesc, n: usize) -> Vec<Desc<'a>> {
+    if p.is_null() || n == 0 {
+        return Vec::new();
+    }
+    std::slice::from_raw_parts(p, n)
+        .iter()
+        .map(|d| Desc { addr: d.addr, len: d.len, dev_id: d.dev_id, reg: d.md.as_ref() })
+        .collect()
+}
+
+#[cfg(nd_shim)]
+extern "C" {
+    fn nd_shim_plugin_init() -> *mut c_void;
+    fn nd_shim_plugin_fini();
+}
+
+/// NIXL's entry point: the plugin table (built by the shim).
+#[cfg(nd_shim)]
+#[no_mangle]
+pub extern "C" fn nixl_plugin_init() -> *mut c_void {
+    crate::log::init();
+    catch_unwind(|| unsafe { nd_shim_plugin_init() }).unwrap_or(std::ptr::null_mut())
+}
+
+#[cfg(nd_shim)]
+#[no_mangle]
+pub extern "C" fn nixl_plugin_fini() {
+    let _ = catch_unwind(|| unsafe { nd_shim_plugin_fini() });
+}
+
+#[no_mangle]
+pub extern "C" fn nd_plugin_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_plugin_params(out: *mut NdParam, cap: usize) -> usize {
+    static PARAMS: OnceLock<Vec<(CString, CString)>> = OnceLock::new();
+    let params = PARAMS.get_or_init(|| {
+        config::defaults(&config::process_env)
+            .into_iter()
+            .map(|(k, v)| (CString::new(k).unwrap(), CString::new(v.replace('\0', "")).unwrap()))
+            .collect()
+    });
+    if !out.is_null() {
+        for (i, (k, v)) in params.iter().take(cap).enumerate() {
+            *out.add(i) = NdParam { key: k.as_ptr(), value: v.as_ptr() };
+        }
+    }
+    params.len()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_engine_create(params: *const NdParam, n: usize, out: *mut *mut Engine) -> i32 {
+    crate::log::init();
+    guard("create_backend", || {
+        if out.is_null() {
+            return Status::InvalidParam as i32;
+        }
+        *out = std::ptr::null_mut();
+        let mut kv = Vec::with_capacity(n);
+        if !params.is_null() {
+            for p in std::slice::from_raw_parts(params, n) {
+                if p.key.is_null() || p.value.is_null() {
+                    continue;
+                }
+                kv.push((
+                    CStr::from_ptr(p.key).to_string_lossy().into_owned(),
+                    CStr::from_ptr(p.value).to_string_lossy().into_owned(),
+                ));
+            }
+        }
+        match Config::from_params(&kv).and_then(Engine::create) {
+            Ok(engine) => {
+                *out = Box::into_raw(Box::new(engine));
+                Status::Success as i32
+            }
+            Err(e) => fail("create_backend failed", e),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_engine_destroy(engine: *mut Engine) {
+    guard("engine teardown", || {
+        if !engine.is_null() {
+            drop(Box::from_raw(engine));
+        }
+        0
+    });
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_register(
+    engine: *mut Engine,
+    mem_type: i32,
+    _addr: u64,
+    _len: u64,
+    dev_id: u64,
+    meta: NdStr,
+    out: *mut *mut Registration,
+) -> i32 {
+    guard("registerMem", || {
+        let (Some(engine), false) = (engine.as_ref(), out.is_null()) else {
+            return Status::InvalidParam as i32;
+        };
+        *out = std::ptr::null_mut();
+        let Some(mem) = MemType::from_raw(mem_type) else {
+            return fail("registerMem", Error::InvalidArg(format!("unknown memory type {mem_type}")));
+        };
+        match engine.register(mem, dev_id, bytes(&meta)) {
+            Ok(Some(reg)) => {
+                *out = Box::into_raw(reg);
+                Status::Success as i32
+            }
+            Ok(None) => Status::Success as i32,
+            Err(e) => fail("registerMem", e),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_deregister(_engine: *mut Engine, md: *mut Registration) -> i32 {
+    guard("deregisterMem", || {
+        if !md.is_null() {
+            // In-flight requests hold their own copy of the key.
+            drop(Box::from_raw(md));
+        }
+        Status::Success as i32
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_prep_xfer(
+    engine: *mut Engine,
+    op: i32,
+    local_mem: i32,
+    local: *const NdDesc,
+    n_local: usize,
+    remote_mem: i32,
+    remote: *const NdDesc,
+    n_remote: usize,
+    out: *mut *mut Request,
+) -> i32 {
+    guard("prepXfer", || {
+        let (Some(engine), false) = (engine.as_ref(), out.is_null()) else {
+            return Status::InvalidParam as i32;
+        };
+        *out = std::ptr::null_mut();
+        let op = match op {
+            0 => XferOp::Read,
+            1 => XferOp::Write,
+            _ => return fail("prepXfer", Error::InvalidArg(format!("unknown transfer op {op}"))),
+        };
+        let (Some(lm), Some(rm)) = (MemType::from_raw(local_mem), MemType::from_raw(remote_mem)) else {
+            return fail("prepXfer", Error::InvalidArg(format!("unknown memory types {local_mem}/{remote_mem}")));
+        };
+        match engine.prep(op, lm, &descs(local, n_local), rm, &descs(remote, n_remote)) {
+            Ok(req) => {
+                *out = Box::into_raw(req);
+                Status::Success as i32
+            }
+            Err(e) => fail("prepXfer", e),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_post_xfer(engine: *mut Engine, req: *mut Request) -> i32 {
+    guard("postXfer", || {
+        let (Some(engine), Some(req)) = (engine.as_ref(), req.as_ref()) else {
+            return Status::InvalidParam as i32;
+        };
+        match engine.post(req) {
+            Ok(s) => s as i32,
+            Err(e) => fail("postXfer", e),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -> i32 {
+    guard("checkXfer", || {
+        let (Some(engine), Some(req)) = (engine.as_ref(), req.as_ref()) else {
+            return Status::InvalidParam as i32;
+        };
+        match engine.check(req) {
+            Ok(s) => s as i32,
+            Err(e) => e.status() as i32, // logged by the engine, once
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) -> i32 {
+    guard("releaseReqH", || {
+        if let (Some(engine), false) = (engine.as_ref(), req.is_null()) {
+            engine.release(Box::from_raw(req));
+        }
+        Status::Success as i32
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n: usize, sizes: *mut i64) -> i32 {
+    guard("queryMem", || {
+        let Some(engine) = engine.as_ref() else {
+            return Status::InvalidParam as i32;
+        };
+        if n == 0 {
+            return Status::Success as i32;
+        }
+        if keys.is_null() || sizes.is_null() {
+            return Status::InvalidParam as i32;
+        }
+        let keys: Vec<ObjectKey> =
+            std::slice::from_raw_parts(keys, n).iter().map(|k| ObjectKey::from_registration(bytes(k), 0)).collect();
+        match engine.query_sizes(&keys) {
+            Ok(found) => {
+                let out = std::slice::from_raw_parts_mut(sizes, n);
+                for (o, f) in out.iter_mut().zip(found) {
+                    *o = f.map(|s| s as i64).unwrap_or(-1);
+                }
+                Status::Success as i32
+            }
+            Err(e) => fail("queryMem", e),
+        }
+    })
+}
+
+#[allow(dead_code)]
+fn _assert_types(_: *mut c_void) {}

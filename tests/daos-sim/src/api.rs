@@ -1,0 +1,795 @@
+//! The exported libdaos C API.
+//!
+//! Every call with `ev != NULL` returns 0 (unless the event itself is unusable) and reports
+//! its result through `ev->ev_error` once reaped; with `ev == NULL` it blocks until done.
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::event::{self, Eq, Task, Work};
+use crate::ffi::*;
+use crate::handles::{self, ContH, Hdl, ObjH, PoolH};
+use crate::io::{self, PunchWhat};
+use crate::sim::{self, STATS};
+use crate::store::{self, ContData};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/// Runs or launches a task.
+unsafe fn submit(ev: *mut daos_event_t, task: Task) -> c_int {
+    if ev.is_null() {
+        task.run_sync()
+    } else {
+        event::launch(ev, task)
+    }
+}
+
+/// Reports `rc` (an immediate result, e.g. a validation error) the way the API does.
+unsafe fn finish(ev: *mut daos_event_t, rc: c_int) -> c_int {
+    if ev.is_null() {
+        rc
+    } else {
+        event::launch(ev, Task::new(false, None, Box::new(move || rc)))
+    }
+}
+
+/// Raw pointers moved into a task: the caller keeps what they point to alive until completion.
+struct Raw<T>(T);
+unsafe impl<T> Send for Raw<T> {}
+
+unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        None
+    } else {
+        CStr::from_ptr(p).to_str().ok()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Init
+
+static INIT: Mutex<u32> = Mutex::new(0);
+
+fn initialized() -> bool {
+    *INIT.lock() > 0
+}
+
+#[no_mangle]
+pub extern "C" fn daos_init() -> c_int {
+    sim::global();
+    *INIT.lock() += 1;
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn daos_fini() -> c_int {
+    let mut n = INIT.lock();
+    if *n == 0 {
+        return -DER_UNINIT;
+    }
+    *n -= 1;
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pools and containers
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_pool_connect2(
+    pool: *const c_char,
+    sys: *const c_char,
+    flags: u32,
+    poh: *mut daos_handle_t,
+    info: *mut daos_pool_info_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    if !initialized() {
+        return -DER_UNINIT;
+    }
+    let Some(name) = cstr(pool) else { return finish(ev, -DER_INVAL) };
+    if !sys.is_null() && CStr::from_ptr(sys).to_bytes().len() > DAOS_SYS_NAME_MAX {
+        return finish(ev, -DER_INVAL);
+    }
+    if (flags & (DAOS_PC_RO | DAOS_PC_RW | DAOS_PC_EX)).count_ones() != 1 || poh.is_null() {
+        return finish(ev, -DER_INVAL);
+    }
+    if !store::label_is_valid(name) && store::parse_uuid(name).is_none() {
+        return finish(ev, -DER_INVAL);
+    }
+    let name = name.to_string();
+    let out = Raw((poh, info));
+    let work: Work = Box::new(move || {
+        let out = out;
+        let (poh, info) = out.0;
+        let Some(p) = sim::global().store.find_pool(&name) else {
+            tracing::debug!(pool = %name, "pool_connect: no such pool");
+            return -DER_NONEXIST;
+        };
+        let h = handles::insert(Hdl::Pool(Arc::new(PoolH {
+            pool: p,
+            writable: flags & DAOS_PC_RO == 0,
+            open_conts: Default::default(),
+        })));
+        unsafe {
+            *poh = h;
+            if !info.is_null() {
+                std::ptr::write_bytes(info, 0, 1);
+            }
+        }
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
+/// Legacy name of `daos_pool_connect2`.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_pool_connect(
+    pool: *const c_char,
+    sys: *const c_char,
+    flags: u32,
+    poh: *mut daos_handle_t,
+    info: *mut daos_pool_info_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    daos_pool_connect2(pool, sys, flags, poh, info, ev)
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_pool_disconnect(poh: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    if handles::pool(poh).is_none() {
+        return finish(ev, -DER_NO_HDL);
+    }
+    let work: Work = Box::new(move || {
+        let mut r = handles::write();
+        match r.get(&poh.cookie) {
+            Some(Hdl::Pool(p)) => {
+                if p.open_conts.load(Relaxed) > 0 {
+                    return -DER_BUSY;
+                }
+            }
+            _ => return -DER_NO_HDL,
+        }
+        r.remove(&poh.cookie);
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_cont_open2(
+    poh: daos_handle_t,
+    cont: *const c_char,
+    flags: u32,
+    coh: *mut daos_handle_t,
+    info: *mut daos_cont_info_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
+    let Some(name) = cstr(cont) else { return finish(ev, -DER_INVAL) };
+    if (flags & (DAOS_COO_RO | DAOS_COO_RW | DAOS_COO_EX)).count_ones() != 1 || coh.is_null() {
+        return finish(ev, -DER_INVAL);
+    }
+    if !store::label_is_valid(name) && store::parse_uuid(name).is_none() {
+        return finish(ev, -DER_INVAL);
+    }
+    let writable = flags & DAOS_COO_RO == 0;
+    if writable && !p.writable {
+        return finish(ev, -DER_NO_PERM);
+    }
+    let name = name.to_string();
+    let out = Raw((coh, info));
+    let work: Work = Box::new(move || {
+        let out = out;
+        let (coh, info) = out.0;
+        let Some(c) = p.pool.find_cont(&name) else {
+            tracing::debug!(cont = %name, "cont_open: no such container");
+            return -DER_NONEXIST;
+        };
+        let h = handles::insert(Hdl::Cont(Arc::new(ContH {
+            poh: p,
+            cont: c,
+            writable,
+            open_objs: Default::default(),
+        })));
+        unsafe {
+            *coh = h;
+            if !info.is_null() {
+                std::ptr::write_bytes(info, 0, 1);
+            }
+        }
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
+/// Legacy name of `daos_cont_open2`.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_cont_open(
+    poh: daos_handle_t,
+    cont: *const c_char,
+    flags: u32,
+    coh: *mut daos_handle_t,
+    info: *mut daos_cont_info_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    daos_cont_open2(poh, cont, flags, coh, info, ev)
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_cont_close(coh: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    if handles::cont(coh).is_none() {
+        return finish(ev, -DER_NO_HDL);
+    }
+    let work: Work = Box::new(move || {
+        let mut r = handles::write();
+        let c = match r.get(&coh.cookie) {
+            Some(Hdl::Cont(c)) => c.clone(),
+            _ => return -DER_NO_HDL,
+        };
+        if c.open_objs.load(Relaxed) > 0 {
+            return -DER_BUSY;
+        }
+        r.remove(&coh.cookie);
+        c.poh.open_conts.fetch_sub(1, Relaxed);
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_cont_create_with_label(
+    poh: daos_handle_t,
+    label: *const c_char,
+    _cont_prop: *mut daos_prop_t,
+    uuid: *mut uuid_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
+    let Some(label) = cstr(label).filter(|l| store::label_is_valid(l)) else {
+        return finish(ev, -DER_INVAL);
+    };
+    if !p.writable {
+        return finish(ev, -DER_NO_PERM);
+    }
+    let label = label.to_string();
+    let out = Raw(uuid);
+    let work: Work = Box::new(move || {
+        let out = out;
+        let mut conts = p.pool.conts.lock();
+        if conts.iter().any(|c| c.label == label) {
+            return -DER_EXIST;
+        }
+        let rf = default_rf();
+        let c = Arc::new(ContData::new(&label, rf));
+        if !out.0.is_null() {
+            unsafe { *out.0 = c.uuid };
+        }
+        conts.push(c);
+        tracing::debug!(cont = %label, "container created");
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
+fn default_rf() -> u32 {
+    std::env::var("DAOS_SIM_RF").ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0).min(2)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Object classes and ids
+
+struct OClass {
+    name: &'static str,
+    id: u32,
+    /// Failures tolerated.
+    rf: u32,
+    /// Targets per redundancy group.
+    grp_size: u32,
+}
+
+static OCLASSES: &[OClass] = &[
+    OClass { name: "S1", id: OC_S1, rf: 0, grp_size: 1 },
+    OClass { name: "S2", id: OC_S2, rf: 0, grp_size: 1 },
+    OClass { name: "SX", id: OC_SX, rf: 0, grp_size: 1 },
+    OClass { name: "RP_2G1", id: OC_RP_2G1, rf: 1, grp_size: 2 },
+    OClass { name: "RP_2GX", id: OC_RP_2GX, rf: 1, grp_size: 2 },
+    OClass { name: "RP_3G1", id: OC_RP_3G1, rf: 2, grp_size: 3 },
+    OClass { name: "RP_3GX", id: OC_RP_3GX, rf: 2, grp_size: 3 },
+    OClass { name: "EC_2P1G1", id: OC_EC_2P1G1, rf: 1, grp_size: 3 },
+    OClass { name: "EC_2P1GX", id: OC_EC_2P1GX, rf: 1, grp_size: 3 },
+];
+
+fn oclass_by_redun(redun: u32) -> Option<&'static OClass> {
+    OCLASSES.iter().find(|c| c.id >> 24 == redun)
+}
+
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn daos_oclass_name2id(name: *const c_char) -> c_int {
+    let Some(name) = cstr(name) else { return 0 };
+    OCLASSES.iter().find(|c| c.name == name).map_or(0, |c| c.id as c_int)
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_generate_oid2(
+    coh: daos_handle_t,
+    oid: *mut daos_obj_id_t,
+    otype: u32,
+    cid: daos_oclass_id_t,
+    _hints: daos_oclass_hints_t,
+    _args: u32,
+) -> c_int {
+    let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
+    if oid.is_null() || otype >= DAOS_OT_MAX {
+        return -DER_INVAL;
+    }
+    let class = if cid == OC_UNKNOWN {
+        // Chosen from the container's redundancy factor (hints are not modelled).
+        match c.cont.rf {
+            0 => &OCLASSES[0],
+            1 => &OCLASSES[3],
+            _ => &OCLASSES[5],
+        }
+    } else {
+        match OCLASSES.iter().find(|k| k.id == cid) {
+            Some(k) => k,
+            None => return -DER_INVAL,
+        }
+    };
+    let grp = class.id & 0xFFFF;
+    let grp_nr = if grp == 0xFFFF { (sim::SIM_TARGETS / class.grp_size).max(1) } else { grp };
+    if grp_nr * class.grp_size > sim::SIM_TARGETS {
+        return -DER_INVAL;
+    }
+    let redun = class.id >> 24;
+    let o = &mut *oid;
+    o.hi = (o.hi & 0xFFFF_FFFF)
+        | ((otype as u64) << 56)
+        | ((redun as u64) << 48)
+        | ((grp_nr as u64) << 32);
+    0
+}
+
+/// Legacy name of `daos_obj_generate_oid2`.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_generate_oid(
+    coh: daos_handle_t,
+    oid: *mut daos_obj_id_t,
+    otype: u32,
+    cid: daos_oclass_id_t,
+    hints: daos_oclass_hints_t,
+    args: u32,
+) -> c_int {
+    daos_obj_generate_oid2(coh, oid, otype, cid, hints, args)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects
+
+/// Object open is local in DAOS (no RPC): it takes effect in the call; an event still
+/// reports the result when reaped.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_open(
+    coh: daos_handle_t,
+    oid: daos_obj_id_t,
+    mode: u32,
+    oh: *mut daos_handle_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let rc = obj_open(coh, oid, mode, oh);
+    finish(ev, rc)
+}
+
+unsafe fn obj_open(coh: daos_handle_t, oid: daos_obj_id_t, mode: u32, oh: *mut daos_handle_t) -> c_int {
+    let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
+    if oh.is_null() || mode & (DAOS_OO_RO | DAOS_OO_RW | DAOS_OO_EXCL) == 0 {
+        return -DER_INVAL;
+    }
+    let writable = mode & (DAOS_OO_RW | DAOS_OO_EXCL) != 0;
+    if writable && !c.writable {
+        return -DER_NO_PERM;
+    }
+    let otype = (oid.hi >> 56) as u32;
+    let redun = ((oid.hi >> 48) & 0xFF) as u32;
+    let grp_nr = ((oid.hi >> 32) & 0xFFFF) as u32;
+    let Some(class) = oclass_by_redun(redun) else {
+        tracing::warn!(hi = oid.hi, "obj_open: oid carries no known object class (use daos_obj_generate_oid2)");
+        return -DER_INVAL;
+    };
+    if otype >= DAOS_OT_MAX || grp_nr == 0 {
+        return -DER_INVAL;
+    }
+    if class.rf < c.cont.rf {
+        tracing::warn!(class = class.name, rf = c.cont.rf, "obj_open: class below container redundancy factor");
+        return -DER_INVAL;
+    }
+    *oh = handles::insert(Hdl::Obj(Arc::new(ObjH { coh: c, oid, writable, otype })));
+    0
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_close(oh: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    let rc = {
+        let mut r = handles::write();
+        match r.get(&oh.cookie) {
+            Some(Hdl::Obj(o)) => {
+                o.coh.open_objs.fetch_sub(1, Relaxed);
+                r.remove(&oh.cookie);
+                0
+            }
+            _ => -DER_NO_HDL,
+        }
+    };
+    finish(ev, rc)
+}
+
+fn tx_ok(th: daos_handle_t) -> bool {
+    // Transactions are not modelled: only DAOS_TX_NONE is a valid transaction handle.
+    th.cookie == 0
+}
+
+/// Records an object RPC and returns the task that completes it.
+fn obj_task(ready_bytes: u64, work: Work) -> Task {
+    let ready = sim::ready_at(ready_bytes);
+    let work = match sim::take_injected_failure() {
+        Some(rc) => {
+            tracing::debug!(rc, "injected failure");
+            Box::new(move || rc) as Work
+        }
+        None => work,
+    };
+    Task::new(true, ready, work)
+}
+
+struct RwArgs {
+    o: Arc<ObjH>,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    nr: u32,
+    iods: *mut daos_iod_t,
+    sgls: *mut d_sg_list_t,
+}
+unsafe impl Send for RwArgs {}
+
+impl RwArgs {
+    unsafe fn update(&self) -> c_int {
+        io::exec_update(&self.o, self.flags, self.dkey, self.nr, self.iods, self.sgls)
+    }
+    unsafe fn fetch(&self) -> c_int {
+        io::exec_fetch(&self.o, self.flags, self.dkey, self.nr, self.iods, self.sgls)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn obj_rw(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    nr: u32,
+    iods: *mut daos_iod_t,
+    sgls: *mut d_sg_list_t,
+    ev: *mut daos_event_t,
+    update: bool,
+) -> c_int {
+    let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
+    if !tx_ok(th) {
+        return finish(ev, -DER_NO_HDL);
+    }
+    let checked = match io::check_io(&o, flags, dkey, nr, iods, sgls, update) {
+        Ok(c) => c,
+        Err(rc) => {
+            tracing::debug!(rc, update, "object I/O rejected by validation");
+            return finish(ev, rc);
+        }
+    };
+    if update {
+        STATS.update.fetch_add(1, Relaxed);
+    } else {
+        STATS.fetch.fetch_add(1, Relaxed);
+    }
+    STATS.iods.fetch_add(nr as u64, Relaxed);
+    STATS.recxs.fetch_add(checked.recxs, Relaxed);
+    let a = RwArgs { o, flags, dkey, nr, iods, sgls };
+    let work: Work = if update {
+        Box::new(move || unsafe { a.update() })
+    } else {
+        Box::new(move || unsafe { a.fetch() })
+    };
+    submit(ev, obj_task(checked.bytes, work))
+}
+
+/// # Safety
+/// C API contract: descriptors and buffers stay valid until completion.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_update(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    nr: u32,
+    iods: *mut daos_iod_t,
+    sgls: *mut d_sg_list_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    obj_rw(oh, th, flags, dkey, nr, iods, sgls, ev, true)
+}
+
+/// # Safety
+/// C API contract: descriptors and buffers stay valid until completion.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_fetch(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    nr: u32,
+    iods: *mut daos_iod_t,
+    sgls: *mut d_sg_list_t,
+    _ioms: *mut daos_iom_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    obj_rw(oh, th, flags, dkey, nr, iods, sgls, ev, false)
+}
+
+struct PunchArgs {
+    o: Arc<ObjH>,
+    flags: u64,
+    what: PunchWhat,
+    dkey: *const daos_key_t,
+    akeys: *const daos_key_t,
+}
+unsafe impl Send for PunchArgs {}
+
+impl PunchArgs {
+    unsafe fn run(&self) -> c_int {
+        io::exec_punch(&self.o, self.flags, &self.what, self.dkey, self.akeys)
+    }
+}
+
+unsafe fn punch(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    what: PunchWhat,
+    dkey: *const daos_key_t,
+    akeys: *const daos_key_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
+    if !tx_ok(th) {
+        return finish(ev, -DER_NO_HDL);
+    }
+    if let Err(rc) = io::check_punch(&o, &what, dkey, akeys) {
+        return finish(ev, rc);
+    }
+    STATS.punch.fetch_add(1, Relaxed);
+    let a = PunchArgs { o, flags, what, dkey, akeys };
+    submit(ev, obj_task(0, Box::new(move || unsafe { a.run() })))
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_punch(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    ev: *mut daos_event_t,
+) -> c_int {
+    punch(oh, th, flags, PunchWhat::Obj, std::ptr::null(), std::ptr::null(), ev)
+}
+
+/// As in DAOS, only one dkey per call: `nr != 1` (or NULL dkeys) fails at once with
+/// -DER_INVAL, even with an event.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_punch_dkeys(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    nr: u32,
+    dkeys: *mut daos_key_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    if dkeys.is_null() || nr != 1 {
+        return -DER_INVAL;
+    }
+    punch(oh, th, flags, PunchWhat::Dkey, dkeys, std::ptr::null(), ev)
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_punch_akeys(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    nr: u32,
+    akeys: *mut daos_key_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    punch(oh, th, flags, PunchWhat::Akeys(nr), dkey, akeys, ev)
+}
+
+struct QueryArgs {
+    o: Arc<ObjH>,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    akey: *mut daos_key_t,
+    recx: *mut daos_recx_t,
+}
+unsafe impl Send for QueryArgs {}
+
+impl QueryArgs {
+    unsafe fn run(&self) -> c_int {
+        io::exec_query(&self.o, self.flags, self.dkey, self.akey, self.recx)
+    }
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_obj_query_key(
+    oh: daos_handle_t,
+    th: daos_handle_t,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    akey: *mut daos_key_t,
+    recx: *mut daos_recx_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
+    if !tx_ok(th) {
+        return finish(ev, -DER_NO_HDL);
+    }
+    if let Err(rc) = io::check_query(&o, flags, dkey, akey, recx) {
+        return finish(ev, rc);
+    }
+    STATS.query.fetch_add(1, Relaxed);
+    let a = QueryArgs { o, flags, dkey, akey, recx };
+    submit(ev, obj_task(0, Box::new(move || unsafe { a.run() })))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Event queues and events
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_eq_create(eqh: *mut daos_handle_t) -> c_int {
+    if eqh.is_null() {
+        return -DER_INVAL;
+    }
+    if !initialized() {
+        return -DER_UNINIT;
+    }
+    *eqh = handles::insert(Hdl::Eq(Eq::new()));
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn daos_eq_destroy(eqh: daos_handle_t, flags: c_int) -> c_int {
+    let Some(eq) = handles::eq(eqh) else { return -DER_NONEXIST };
+    let rc = event::eq_destroy(&eq, flags & DAOS_EQ_DESTROY_FORCE != 0);
+    if rc == 0 {
+        handles::write().remove(&eqh.cookie);
+    }
+    rc
+}
+
+/// # Safety
+/// C API contract: `events` has room for `nevents` pointers.
+#[no_mangle]
+pub unsafe extern "C" fn daos_eq_poll(
+    eqh: daos_handle_t,
+    wait_running: c_int,
+    timeout: i64,
+    nevents: u32,
+    events: *mut *mut daos_event_t,
+) -> c_int {
+    if nevents == 0 || events.is_null() {
+        return -DER_INVAL;
+    }
+    let Some(eq) = handles::eq(eqh) else { return -DER_NONEXIST };
+    let out = std::slice::from_raw_parts_mut(events, nevents as usize);
+    event::eq_poll(&eq, wait_running != 0, timeout, out)
+}
+
+/// Parent events are not modelled: a non-NULL `parent` returns -DER_NOSYS.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_event_init(
+    ev: *mut daos_event_t,
+    eqh: daos_handle_t,
+    parent: *mut daos_event_t,
+) -> c_int {
+    if ev.is_null() {
+        return -DER_INVAL;
+    }
+    if !parent.is_null() {
+        tracing::warn!("daos_event_init: parent events are not modelled by daos-sim");
+        return -DER_NOSYS;
+    }
+    let eq = if eqh.cookie == 0 {
+        None
+    } else {
+        match handles::eq(eqh) {
+            Some(e) => Some(e),
+            None => return -DER_NONEXIST,
+        }
+    };
+    event::event_init(ev, eq);
+    0
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_event_fini(ev: *mut daos_event_t) -> c_int {
+    event::event_fini(ev)
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_event_test(ev: *mut daos_event_t, timeout: i64, flag: *mut bool) -> c_int {
+    if !event::event_is_valid(ev) || flag.is_null() {
+        return -DER_INVAL;
+    }
+    *flag = event::event_test(ev, timeout);
+    0
+}
+
+/// A no-op, as in DAOS: 0 while the event runs, else -DER_NO_PERM.
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_event_abort(ev: *mut daos_event_t) -> c_int {
+    if !event::event_is_valid(ev) {
+        return -DER_INVAL;
+    }
+    if event::event_running(ev) {
+        0
+    } else {
+        -DER_NO_PERM
+    }
+}

@@ -1,0 +1,19 @@
+//! daos-sim: our own libdaos-compatible engine, for testing and benchmarking nixl-daos without
+//! a DAOS cluster. Built as `libdaos_sim.so` (loaded by the plugin exactly like libdaos) and as
+//! an rlib (for Rust tests calling the exported functions directly).
+//!
+//! See README.md for what it models and what it does not.
+
+pub mod api;
+mod errstr;
+mod event;
+pub mod ffi;
+mod handles;
+mod io;
+pub mod sim;
+mod store;
+
+pub use api::*;
+pub use errstr::{d_errdesc, d_errstr};
+pub use ffi::*;
+pub use sim::{daos_sim_control, daos_sim_stats};

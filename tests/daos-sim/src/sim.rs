@@ -1,0 +1,332 @@
+//! Process-wide simulator state: configuration from the environment, the latency/bandwidth
+//! model, fault injection (hang, fail), counters, and `daos_sim_control` / `daos_sim_stats`.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::ffi::*;
+use crate::store::Store;
+
+/// Default pool/container layout when DAOS_SIM_POOLS is unset.
+pub const DEFAULT_POOLS: &str = "sim:kv";
+/// Number of targets the simulated pool pretends to have (for `*X` object classes).
+pub const SIM_TARGETS: u32 = 8;
+
+pub struct Global {
+    pub store: Store,
+}
+
+static GLOBAL: OnceLock<Global> = OnceLock::new();
+
+/// The process-wide state, created on first use from the environment.
+pub fn global() -> &'static Global {
+    GLOBAL.get_or_init(|| {
+        init_logging();
+        let rf = std::env::var("DAOS_SIM_RF")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+            .min(2);
+        let spec = std::env::var("DAOS_SIM_POOLS").unwrap_or_else(|_| DEFAULT_POOLS.to_string());
+        let store = Store::from_spec(&spec, rf);
+        if let Some(us) = env_f64("DAOS_SIM_LATENCY_US") {
+            set_latency_us(us);
+        }
+        if let Some(bw) = env_f64("DAOS_SIM_BANDWIDTH_GBPS") {
+            set_bandwidth_gbps(bw);
+        }
+        tracing::info!(pools = %spec, rf, "daos-sim initialised");
+        Global { store }
+    })
+}
+
+fn env_f64(name: &str) -> Option<f64> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
+        _ => {
+            tracing::warn!("{name}={v:?} is not a non-negative number; ignored");
+            None
+        }
+    }
+}
+
+/// Installs a stderr `tracing` subscriber when DAOS_SIM_LOG is set and none is installed.
+pub fn init_logging() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(filter) = std::env::var("DAOS_SIM_LOG") {
+            let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug"));
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .try_init();
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters
+
+pub struct Stats {
+    pub fetch: AtomicU64,
+    pub update: AtomicU64,
+    pub punch: AtomicU64,
+    pub query: AtomicU64,
+    pub iods: AtomicU64,
+    pub recxs: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub inflight: AtomicI64,
+}
+
+pub static STATS: Stats = Stats {
+    fetch: AtomicU64::new(0),
+    update: AtomicU64::new(0),
+    punch: AtomicU64::new(0),
+    query: AtomicU64::new(0),
+    iods: AtomicU64::new(0),
+    recxs: AtomicU64::new(0),
+    bytes_read: AtomicU64::new(0),
+    bytes_written: AtomicU64::new(0),
+    inflight: AtomicI64::new(0),
+};
+
+impl Stats {
+    fn reset(&self) {
+        for c in [
+            &self.fetch,
+            &self.update,
+            &self.punch,
+            &self.query,
+            &self.iods,
+            &self.recxs,
+            &self.bytes_read,
+            &self.bytes_written,
+        ] {
+            c.store(0, Relaxed);
+        }
+    }
+
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"fetch\":{},\"update\":{},\"punch\":{},\"query\":{},\"iods\":{},\"recxs\":{},\
+             \"bytes_read\":{},\"bytes_written\":{},\"inflight\":{}}}",
+            self.fetch.load(Relaxed),
+            self.update.load(Relaxed),
+            self.punch.load(Relaxed),
+            self.query.load(Relaxed),
+            self.iods.load(Relaxed),
+            self.recxs.load(Relaxed),
+            self.bytes_read.load(Relaxed),
+            self.bytes_written.load(Relaxed),
+            self.inflight.load(Relaxed).max(0),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Latency / bandwidth model
+
+static LATENCY_NS: AtomicU64 = AtomicU64::new(0);
+/// Bandwidth in bytes per nanosecond (= GB/s) as f64 bits; 0 = unlimited.
+static BANDWIDTH: AtomicU64 = AtomicU64::new(0);
+/// When the shared link is next free.
+static LINK_FREE: Mutex<Option<Instant>> = Mutex::new(None);
+
+pub fn set_latency_us(us: f64) {
+    LATENCY_NS.store((us * 1000.0) as u64, Relaxed);
+}
+
+pub fn set_bandwidth_gbps(gbps: f64) {
+    BANDWIDTH.store(if gbps > 0.0 { gbps.to_bits() } else { 0 }, Relaxed);
+    if gbps <= 0.0 {
+        *LINK_FREE.lock() = None;
+    }
+}
+
+/// When an object RPC moving `bytes` that is sent now may complete; `None` = at once (the
+/// model is off, and then no clock is read).
+pub fn ready_at(bytes: u64) -> Option<Instant> {
+    let lat = LATENCY_NS.load(Relaxed);
+    let bw = BANDWIDTH.load(Relaxed);
+    if lat == 0 && bw == 0 {
+        return None;
+    }
+    let now = Instant::now();
+    let mut t = now;
+    if bw != 0 {
+        let bytes_per_ns = f64::from_bits(bw);
+        let xfer = Duration::from_nanos((bytes as f64 / bytes_per_ns) as u64);
+        let mut link = LINK_FREE.lock();
+        let start = match *link {
+            Some(f) if f > now => f,
+            _ => now,
+        };
+        t = start + xfer;
+        *link = Some(t);
+    }
+    Some(t + Duration::from_nanos(lat))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults
+
+/// "hang": no object RPC completes until "resume".
+pub static HUNG: AtomicBool = AtomicBool::new(false);
+static HANG_MU: Mutex<()> = Mutex::new(());
+static HANG_CV: Condvar = Condvar::new();
+
+pub fn is_hung() -> bool {
+    HUNG.load(Relaxed)
+}
+
+/// Blocks the calling thread while the simulator is hung.
+pub fn wait_while_hung() {
+    if !is_hung() {
+        return;
+    }
+    let mut g = HANG_MU.lock();
+    while is_hung() {
+        HANG_CV.wait(&mut g);
+    }
+}
+
+fn set_hung(h: bool) {
+    HUNG.store(h, Relaxed);
+    if !h {
+        {
+            let _g = HANG_MU.lock();
+            HANG_CV.notify_all();
+        }
+        crate::event::wake_all_eqs();
+    }
+}
+
+static FAIL_LEFT: AtomicU64 = AtomicU64::new(0);
+static FAIL_DER: AtomicI64 = AtomicI64::new(0);
+
+/// Called once per object RPC sent: `Some(-der)` if this RPC is to fail by injection.
+pub fn take_injected_failure() -> Option<c_int> {
+    if FAIL_LEFT.load(Relaxed) == 0 {
+        return None;
+    }
+    let mut cur = FAIL_LEFT.load(Relaxed);
+    while cur > 0 {
+        match FAIL_LEFT.compare_exchange_weak(cur, cur - 1, Relaxed, Relaxed) {
+            Ok(_) => return Some(-(FAIL_DER.load(Relaxed) as c_int)),
+            Err(v) => cur = v,
+        }
+    }
+    None
+}
+
+fn parse_der(s: &str) -> Option<c_int> {
+    if let Ok(n) = s.parse::<i64>() {
+        let n = n.unsigned_abs();
+        return (n > 0 && n <= i32::MAX as u64).then_some(n as c_int);
+    }
+    let name = if s.starts_with("DER_") { s.to_string() } else { format!("DER_{s}") };
+    crate::errstr::code_of(&name).filter(|&c| c != 0)
+}
+
+/// Applies one control command; 0 or -DER_INVAL.
+pub fn control(cmd: &str) -> c_int {
+    global();
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let ok = match words.as_slice() {
+        ["hang"] => {
+            set_hung(true);
+            true
+        }
+        ["resume"] => {
+            set_hung(false);
+            true
+        }
+        ["fail", der, n] => match (parse_der(der), n.parse::<u64>()) {
+            (Some(d), Ok(n)) => {
+                FAIL_DER.store(d as i64, Relaxed);
+                FAIL_LEFT.store(n, Relaxed);
+                true
+            }
+            _ => false,
+        },
+        ["latency", us] => match us.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => {
+                set_latency_us(x);
+                true
+            }
+            _ => false,
+        },
+        ["bandwidth", g] => match g.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => {
+                set_bandwidth_gbps(x);
+                true
+            }
+            _ => false,
+        },
+        ["reset_stats"] => {
+            STATS.reset();
+            true
+        }
+        ["reset_data"] => {
+            global().store.reset_data();
+            true
+        }
+        _ => false,
+    };
+    if ok {
+        tracing::info!(cmd, "daos_sim_control");
+        0
+    } else {
+        tracing::warn!(cmd, "daos_sim_control: unknown or malformed command");
+        -DER_INVAL
+    }
+}
+
+/// # Safety
+/// `cmd` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn daos_sim_control(cmd: *const c_char) -> c_int {
+    if cmd.is_null() {
+        return -DER_INVAL;
+    }
+    match CStr::from_ptr(cmd).to_str() {
+        Ok(s) => control(s),
+        Err(_) => -DER_INVAL,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn daos_sim_stats() -> *const c_char {
+    thread_local! {
+        static BUF: RefCell<CString> = RefCell::new(CString::default());
+    }
+    let s = CString::new(STATS.json()).unwrap_or_default();
+    BUF.with(|b| {
+        *b.borrow_mut() = s;
+        b.borrow().as_ptr()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn der_names() {
+        assert_eq!(parse_der("1011"), Some(DER_TIMEDOUT));
+        assert_eq!(parse_der("-2001"), Some(DER_IO));
+        assert_eq!(parse_der("DER_NOREPLY"), Some(DER_NOREPLY));
+        assert_eq!(parse_der("TIMEDOUT"), Some(DER_TIMEDOUT));
+        assert_eq!(parse_der("bogus"), None);
+        assert_eq!(parse_der("0"), None);
+    }
+}

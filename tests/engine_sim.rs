@@ -1,0 +1,290 @@
+//! The engine against daos-sim, through the same dlopen path the plugin uses with real DAOS.
+//! Needs target/<profile>/libdaos_sim.so (built by `cargo build --release` at the repo root).
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use plugin_DAOS::config::Config;
+use plugin_DAOS::engine::{Desc, Engine, MemType, Registration, Request, XferOp};
+use plugin_DAOS::error::{Error, Status};
+use plugin_DAOS::key::ObjectKey;
+
+fn sim_path() -> String {
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| format!("{manifest}/target"));
+    for profile in ["release", "debug"] {
+        let p = format!("{target}/{profile}/libdaos_sim.so");
+        if std::path::Path::new(&p).exists() {
+            return p;
+        }
+    }
+    panic!("libdaos_sim.so not found under {target}: run `cargo build --release` at the repo root first");
+}
+
+struct Sim {
+    _lib: libloading::Library,
+    control: unsafe extern "C" fn(*const c_char) -> i32,
+    stats: unsafe extern "C" fn() -> *const c_char,
+}
+
+fn sim() -> &'static Sim {
+    static SIM: OnceLock<Sim> = OnceLock::new();
+    SIM.get_or_init(|| unsafe {
+        let lib = libloading::Library::new(sim_path()).unwrap();
+        let control = *lib.get::<unsafe extern "C" fn(*const c_char) -> i32>(b"daos_sim_control").unwrap();
+        let stats = *lib.get::<unsafe extern "C" fn() -> *const c_char>(b"daos_sim_stats").unwrap();
+        Sim { _lib: lib, control, stats }
+    })
+}
+
+fn control(cmd: &str) {
+    let c = CString::new(cmd).unwrap();
+    assert_eq!(unsafe { (sim().control)(c.as_ptr()) }, 0, "daos_sim_control({cmd})");
+}
+
+fn stat(name: &str) -> u64 {
+    let s = unsafe { CStr::from_ptr((sim().stats)()) }.to_string_lossy().into_owned();
+    let at = s.find(&format!("\"{name}\"")).unwrap_or_else(|| panic!("{name} missing in {s}"));
+    let rest = &s[at + name.len() + 2..];
+    let rest = rest.trim_start_matches([':', ' ']);
+    rest.chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap()
+}
+
+/// The simulator's state (hang, latency, counters) and the lane-thread census are process-wide,
+/// so the tests of this file run one at a time.
+fn exclusive() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn engine(container: &str, extra: &[(&str, &str)]) -> Engine {
+    let mut params = vec![
+        ("pool".to_string(), "sim".to_string()),
+        ("container".to_string(), container.to_string()),
+        ("create_container".to_string(), "true".to_string()),
+        ("daos_lib".to_string(), sim_path()),
+    ];
+    params.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Engine::create(Config::from_params(&params).unwrap()).unwrap()
+}
+
+fn reg(e: &Engine, key: &str) -> Box<Registration> {
+    e.register(MemType::Obj, 0, key.as_bytes()).unwrap().unwrap()
+}
+
+/// (buffer, object offset) pairs of one request on `r`.
+fn prep(e: &Engine, op: XferOp, parts: &[(&[u8], u64, &Registration)]) -> Box<Request> {
+    let local: Vec<Desc> = parts.iter().map(|(b, _, _)| Desc { addr: b.as_ptr() as u64, len: b.len() as u64, dev_id: 0, reg: None }).collect();
+    let remote: Vec<Desc> = parts.iter().map(|(b, off, r)| Desc { addr: *off, len: b.len() as u64, dev_id: 0, reg: Some(*r) }).collect();
+    e.prep(op, MemType::Dram, &local, MemType::Obj, &remote).unwrap()
+}
+
+fn run(e: &Engine, req: &Request, limit: Duration) -> Result<(), Error> {
+    let start = Instant::now();
+    match e.post(req)? {
+        Status::Success => return Ok(()),
+        Status::InProgress => {}
+        s => panic!("post returned {s:?}"),
+    }
+    loop {
+        match e.check(req)? {
+            Status::Success => return Ok(()),
+            Status::InProgress => {}
+            s => panic!("check returned {s:?}"),
+        }
+        assert!(start.elapsed() < limit, "transfer still in progress after {limit:?}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+#[test]
+fn write_then_read_many_layers_per_key() {
+    let _x = exclusive();
+    let e = engine("eng-rw", &[]);
+    let regs: Vec<_> = (0..3).map(|i| reg(&e, &format!("blk{i}"))).collect();
+    let layer = 64 * 1024;
+    let src: Vec<Vec<u8>> = (0..3 * 8).map(|i| pattern(layer, i as u8)).collect();
+    let parts: Vec<_> = src.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
+    let w = prep(&e, XferOp::Write, &parts);
+    assert_eq!(w.folds().len(), 3, "one fold per key");
+    run(&e, &w, Duration::from_secs(10)).unwrap();
+
+    let dst: Vec<Vec<u8>> = (0..3 * 8).map(|_| vec![0u8; layer]).collect();
+    let parts: Vec<_> = dst.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
+    let r = prep(&e, XferOp::Read, &parts);
+    run(&e, &r, Duration::from_secs(10)).unwrap();
+    assert_eq!(src, dst);
+
+    // Reposting a finished request reads again.
+    let again = run(&e, &r, Duration::from_secs(10));
+    assert!(again.is_ok());
+    e.release(r);
+    e.release(w);
+}
+
+#[test]
+fn folding_costs_one_rpc_per_key() {
+    let _x = exclusive();
+    for (fold, want) in [("true", 2), ("false", 2 * 40)] {
+        let e = engine("eng-fold", &[("fold", fold)]);
+        let regs = [reg(&e, &format!("f{fold}a")), reg(&e, &format!("f{fold}b"))];
+        let bufs: Vec<Vec<u8>> = (0..80).map(|i| pattern(4096, i as u8)).collect();
+        let parts: Vec<_> = bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
+        control("reset_stats");
+        let w = prep(&e, XferOp::Write, &parts);
+        run(&e, &w, Duration::from_secs(10)).unwrap();
+        assert_eq!(stat("update"), want, "fold={fold}");
+        let r = prep(&e, XferOp::Read, &parts);
+        run(&e, &r, Duration::from_secs(10)).unwrap();
+        assert_eq!(stat("fetch"), want, "fold={fold}");
+        assert_eq!(stat("recxs"), 2 * 2 * 40);
+    }
+}
+
+#[test]
+fn missing_key_and_short_read_fail() {
+    let _x = exclusive();
+    let e = engine("eng-miss", &[]);
+    let absent = reg(&e, "never-written");
+    let buf = vec![7u8; 4096];
+    let r = prep(&e, XferOp::Read, &[(&buf, 0, &absent)]);
+    let err = run(&e, &r, Duration::from_secs(10)).unwrap_err();
+    assert!(matches!(err, Error::NoSuchKey { .. }), "{err}");
+    assert_eq!(err.status(), Status::Backend);
+    assert!(buf.iter().all(|&b| b == 7), "nothing unwritten is returned as data");
+
+    let k = reg(&e, "short");
+    let data = pattern(1000, 1);
+    run(&e, &prep(&e, XferOp::Write, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+    let big = vec![0u8; 4096];
+    let err = run(&e, &prep(&e, XferOp::Read, &[(&big, 0, &k)]), Duration::from_secs(10)).unwrap_err();
+    match err {
+        Error::ShortRead { want, got, .. } => assert_eq!((want, got), (4096, 1000)),
+        other => panic!("expected a short read, got {other}"),
+    }
+}
+
+#[test]
+fn query_sizes_present_and_absent() {
+    let _x = exclusive();
+    let e = engine("eng-query", &[]);
+    let k = reg(&e, "sized");
+    let data = pattern(12345, 3);
+    run(&e, &prep(&e, XferOp::Write, &[(&data, 100, &k)]), Duration::from_secs(10)).unwrap();
+    let keys = [ObjectKey::from_registration(b"sized", 0), ObjectKey::from_registration(b"nope", 0)];
+    assert_eq!(e.query_sizes(&keys).unwrap(), vec![Some(12445), None]);
+}
+
+#[test]
+fn deregistering_while_in_flight_is_safe() {
+    let _x = exclusive();
+    let e = engine("eng-dereg", &[]);
+    let k = reg(&e, "dereg");
+    let data = pattern(1 << 20, 9);
+    control("latency 100000");
+    let w = prep(&e, XferOp::Write, &[(&data, 0, &k)]);
+    assert_eq!(e.post(&w).unwrap(), Status::InProgress);
+    drop(k); // what KVBM does right after posting
+    let start = Instant::now();
+    while e.check(&w).unwrap() == Status::InProgress {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    control("latency 0");
+    let k2 = reg(&e, "dereg");
+    let back = vec![0u8; 1 << 20];
+    run(&e, &prep(&e, XferOp::Read, &[(&back, 0, &k2)]), Duration::from_secs(10)).unwrap();
+    assert!(back == data);
+}
+
+fn lane_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|c| c.starts_with("nixl-daos-lane"))
+        .count()
+}
+
+#[test]
+fn hung_server_gives_bounded_errors_and_teardown() {
+    let _x = exclusive();
+    let e = engine("eng-hang", &[("timeout_ms", "300"), ("num_queues", "2")]);
+    let k = reg(&e, "hang");
+    let data = pattern(8192, 5);
+    run(&e, &prep(&e, XferOp::Write, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+
+    control("hang");
+    let bufs: Vec<Vec<u8>> = (0..4).map(|_| vec![0u8; 8192]).collect();
+    let reqs: Vec<_> = bufs.iter().map(|b| prep(&e, XferOp::Read, &[(b, 0, &k)])).collect();
+    let start = Instant::now();
+    for r in &reqs {
+        assert_eq!(e.post(r).unwrap(), Status::InProgress);
+    }
+    for r in &reqs {
+        loop {
+            match e.check(r) {
+                Ok(Status::InProgress) => std::thread::sleep(Duration::from_millis(5)),
+                Err(Error::Timeout { .. }) => break,
+                other => panic!("expected a timeout, got {other:?}"),
+            }
+        }
+    }
+    let waited = start.elapsed();
+    assert!(waited < Duration::from_millis(300 + 500), "deadline overshot: {waited:?}");
+    assert!(waited >= Duration::from_millis(300));
+    let q = e.query_sizes(&[ObjectKey::from_registration(b"hang", 0)]);
+    assert!(matches!(q, Err(Error::Timeout { .. })), "{q:?}");
+
+    // Tear down while DAOS still holds the reads: bounded, and no lane thread survives.
+    drop(reqs);
+    let before = lane_threads();
+    assert!(before >= 2);
+    let t = Instant::now();
+    drop(e);
+    assert!(t.elapsed() < Duration::from_secs(3), "teardown took {:?}", t.elapsed());
+    control("resume");
+
+    // A new engine works after resume.
+    let e = engine("eng-hang", &[("timeout_ms", "2000")]);
+    let k = reg(&e, "hang");
+    let back = vec![0u8; 8192];
+    run(&e, &prep(&e, XferOp::Read, &[(&back, 0, &k)]), Duration::from_secs(10)).unwrap();
+    assert_eq!(back, data);
+    drop(e);
+    assert_eq!(lane_threads(), 0, "lane threads outlived their engine");
+}
+
+#[test]
+fn bad_requests_are_refused_at_prep() {
+    let _x = exclusive();
+    let e = engine("eng-bad", &[]);
+    let k = reg(&e, "x");
+    let buf = vec![0u8; 16];
+    let l = [Desc { addr: buf.as_ptr() as u64, len: 16, dev_id: 0, reg: None }];
+    let r = [Desc { addr: 0, len: 8, dev_id: 0, reg: Some(&k) }];
+    let err = e.prep(XferOp::Write, MemType::Dram, &l, MemType::Obj, &r).err().unwrap();
+    assert_eq!(err.status(), Status::InvalidParam);
+    let err = e.prep(XferOp::Write, MemType::Vram, &l, MemType::Obj, &r).err().unwrap();
+    assert_eq!(err.status(), Status::NotSupported);
+    let unregistered = [Desc { addr: 0, len: 16, dev_id: 3, reg: None }];
+    assert!(e.prep(XferOp::Write, MemType::Dram, &l, MemType::Obj, &unregistered).is_err());
+    assert_eq!(e.register(MemType::Vram, 0, b"").unwrap_err().status(), Status::NotSupported);
+    assert!(e.register(MemType::Dram, 0, b"").unwrap().is_none());
+}
+
+#[test]
+fn unknown_pool_and_missing_library_fail_with_reasons() {
+    let _x = exclusive();
+    let params = |pool: &str, lib: &str| {
+        vec![("pool".to_string(), pool.to_string()), ("container".to_string(), "kv".to_string()), ("daos_lib".to_string(), lib.to_string())]
+    };
+    let err = Engine::create(Config::from_params(&params("no-such-pool", &sim_path())).unwrap()).err().unwrap();
+    assert!(err.to_string().contains("no-such-pool") && err.to_string().contains("DER_NONEXIST"), "{err}");
+    let err = Engine::create(Config::from_params(&params("sim", "/nonexistent/libdaos.so")).unwrap()).err().unwrap();
+    assert!(err.to_string().contains("/nonexistent/libdaos.so") && err.to_string().contains("NIXL_DAOS_LIBDAOS"), "{err}");
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Set-up shared by ci/test.sh and ci/bench.sh, from a fresh clone on a fresh machine:
+#   1. system packages bindgen and the C++ shim need (libclang, a C++ compiler), only if missing;
+#   2. the project venv (.venv, git-ignored) with the NIXL 1.5.1 wheel, numpy and pytest;
+#   3. the release build of the workspace: target/release/libplugin_DAOS.so and libdaos_sim.so.
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+# Sourced by its callers (it sets ROOT and VPY, the venv's python, and cds to ROOT); also runs alone.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+NIXL_WHEEL_VERSION=1.5.1
+VENV="$ROOT/.venv"
+
+say() { printf '== %s: %s\n' "${0##*/}" "$*"; }
+die() { printf '== %s: ERROR: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+apt_updated=0
+apt_install() {
+	command -v apt-get >/dev/null || die "missing packages ($*) and no apt-get to install them"
+	[ "$(id -u)" = 0 ] || die "missing packages ($*); install them as root: apt-get install -y $*"
+	if [ "$apt_updated" = 0 ]; then
+		apt-get update -qq
+		apt_updated=1
+	fi
+	say "apt-get install $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# libclang as bindgen (clang-sys) finds it: LIBCLANG_PATH, LLVM's own lib dirs, the linker cache.
+have_libclang() {
+	local f
+	if [ -n "${LIBCLANG_PATH:-}" ]; then
+		for f in "$LIBCLANG_PATH"/libclang*.so*; do [ -e "$f" ] && return 0; done
+	fi
+	for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-*.so* \
+		/usr/lib/x86_64-linux-gnu/libclang*.so* /usr/lib64/libclang*.so* /usr/local/lib/libclang*.so*; do
+		[ -e "$f" ] && return 0
+	done
+	ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'
+}
+
+# --- 1. system packages ------------------------------------------------------------------------
+pkgs=()
+have_libclang || pkgs+=(libclang-dev clang)
+command -v c++ >/dev/null || command -v g++ >/dev/null || pkgs+=(g++)
+[ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
+[ -d "$HOME/.cargo/bin" ] && case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) PATH="$HOME/.cargo/bin:$PATH" ;; esac
+command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup) first"
+
+# --- 2. Python venv ----------------------------------------------------------------------------
+# The wheel is cp311: the venv must run CPython 3.11.
+is_py311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; }
+find_py311() {
+	local c
+	for c in "${PYTHON:-}" python3.11 python3; do
+		[ -n "$c" ] && command -v "$c" >/dev/null && is_py311 "$c" && { command -v "$c"; return 0; }
+	done
+	return 1
+}
+
+if [ -x "$VENV/bin/python" ] && ! is_py311 "$VENV/bin/python"; then
+	say "$VENV does not run Python 3.11; recreating it"
+	rm -rf "$VENV"
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+	PY=$(find_py311) || { apt_install python3.11 python3.11-venv; PY=$(find_py311) || die "no Python 3.11"; }
+	say "creating $VENV with $PY"
+	if ! "$PY" -m venv "$VENV"; then
+		rm -rf "$VENV"
+		apt_install python3.11-venv
+		"$PY" -m venv "$VENV"
+	fi
+fi
+VPY="$VENV/bin/python"
+pip_install() { say "pip install $*"; "$VPY" -m pip install -q --disable-pip-version-check "$@"; }
+
+if ! "$VPY" - <<EOF 2>/dev/null; then
+import importlib.metadata as m, sys
+sys.exit(m.version("nixl-cu12") != "$NIXL_WHEEL_VERSION")
+EOF
+	# --no-deps: the wheel's declared dependencies (torch, ...) are not needed for DRAM/OBJ.
+	pip_install --no-deps "nixl-cu12==$NIXL_WHEEL_VERSION"
+fi
+"$VPY" -c 'import numpy, pytest' 2>/dev/null || pip_install numpy pytest
+"$VPY" -c 'import nixl_cu12._api' || die "nixl_cu12 does not import in $VENV"
+
+# --- 3. release build --------------------------------------------------------------------------
+say "cargo build --release"
+cargo build --release --workspace
+for so in target/release/libplugin_DAOS.so target/release/libdaos_sim.so; do
+	[ -f "$so" ] || die "the build did not produce $so"
+done
+say "ready: $(cd target/release && ls libplugin_DAOS.so libdaos_sim.so | tr '\n' ' ')"

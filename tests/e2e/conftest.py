@@ -1,0 +1,51 @@
+"""Fixtures of the end-to-end tests: the environment NIXL and the plugin need (set before any
+agent exists), daos-sim's control API, and agents with the DAOS backend that are torn down after
+each test with the simulator calmed first, so that one test's faults cannot leak into the next."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import daoskit  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nixl_env():
+    """NIXL_PLUGIN_DIR, NIXL_DAOS_LIBDAOS, DAOS_POOL, DAOS_CONT: before the first nixl_agent."""
+    return daoskit.prepare_environment()
+
+
+@pytest.fixture(scope="session")
+def sim(nixl_env):
+    return daoskit.Sim()
+
+
+@pytest.fixture(autouse=True)
+def calm_sim(sim):
+    sim.calm()
+    yield sim
+    sim.calm()
+
+
+@pytest.fixture
+def make_agent(calm_sim):
+    """make_agent(params=None, sync_mode=None) -> daoskit.DaosAgent, closed after the test."""
+    made = []
+
+    def make(params=None, **kw):
+        agent = daoskit.DaosAgent(params=params, **kw)
+        made.append(agent)
+        return agent
+
+    yield make
+    calm_sim.calm()  # a hung simulator must not hold up the teardown
+    for agent in reversed(made):
+        agent.close()
+
+
+@pytest.fixture
+def agent(make_agent):
+    return make_agent()

@@ -1,0 +1,119 @@
+"""In-flight deregistration, a hung DAOS server, and tearing an agent down while I/O hangs."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nixl_cu12._bindings import nixlBackendError
+
+from daoskit import addr, assert_same, lane_threads, pattern, unique_key
+
+KiB = 1 << 10
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize("op", ["WRITE", "READ"])
+def test_deregister_obj_while_in_flight(agent, sim, op):
+    """KVBM drops its registration right after posting: the transfer must still complete."""
+    size, key = 256 * KiB, unique_key("dereg")
+    data = pattern(size)
+    if op == "READ":
+        agent.put(key, data)
+    buf = data if op == "WRITE" else np.zeros(size, np.uint8)
+    agent.reg_dram(buf)
+    dev = agent.reg_obj(key, size)
+    sim.control("latency 200000")  # 200 ms per RPC keeps it in flight
+    h, state = agent.post(op, [(addr(buf), size, 0)], [(0, size, dev)])
+    try:
+        assert state == "PROC"
+        agent.dereg_obj(dev)
+        waited = agent.wait(h, state, timeout=10)
+    finally:
+        agent.release(h)
+    sim.control("latency 0")
+    assert waited > 0.1, f"done after {waited:.3f} s: the latency did not apply"
+    if op == "READ":
+        assert_same(buf, data)
+    else:
+        assert_same(agent.get(agent.reg_obj(key, size), size), data)
+
+
+def test_hang_hits_deadline_then_recovers(make_agent, sim):
+    timeout_s = 0.5
+    agent = make_agent({"timeout_ms": int(timeout_s * 1000)})
+    size = 64 * KiB
+    data = pattern(size)
+    dev = agent.put(unique_key("hang"), data)
+    late, fresh = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
+    agent.reg_dram(late)  # stays registered and alive: the hung fetch may still land in it
+    agent.reg_dram(fresh)
+
+    sim.control("hang")
+    t0 = time.monotonic()
+    h, state = agent.post("READ", [(addr(late), size, 0)], [(0, size, dev)])
+    try:
+        with pytest.raises(nixlBackendError):
+            agent.wait(h, state, timeout=timeout_s + 5)
+        elapsed = time.monotonic() - t0
+    finally:
+        agent.release(h)
+    assert timeout_s * 0.8 <= elapsed <= timeout_s + 0.5, f"deadline fired after {elapsed:.3f} s"
+
+    sim.control("resume")
+    agent.xfer("READ", [(addr(fresh), size, 0)], [(0, size, dev)], timeout=5)
+    assert_same(fresh, data, "read after resume")
+
+
+DESTROY_SCRIPT = textwrap.dedent(
+    """
+    import gc, json, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import daoskit
+    daoskit.prepare_environment()
+    sim = daoskit.Sim()
+    d = daoskit.DaosAgent(params={"timeout_ms": 60000, "num_queues": 2})
+    size = 64 * 1024
+    data = daoskit.pattern(size)
+    dev = d.put(daoskit.unique_key("destroy"), data)
+    lanes_before = daoskit.lane_threads()
+    sim.control("hang")
+    bufs, handles = [], []
+    for _ in range(4):
+        buf = daoskit.np.zeros(size, daoskit.np.uint8)
+        d.reg_dram(buf)
+        bufs.append(buf)
+        handles.append(d.post("READ", [(daoskit.addr(buf), size, 0)], [(0, size, dev)])[0])
+    states = [d.agent.check_xfer_state(h) for h in handles]
+    t0 = time.monotonic()
+    handles.clear()  # each handle's finalizer releases (aborts) its hung request
+    d.agent = None   # the last reference to the agent: its destructor destroys the backend
+    del d
+    gc.collect()
+    destroy_s = time.monotonic() - t0
+    lanes_after = daoskit.lane_threads()
+    sim.control("resume")
+    print(json.dumps({"states": states, "lanes_before": lanes_before,
+                      "destroy_s": destroy_s, "lanes_after": lanes_after}))
+    sys.stdout.flush()
+    """
+)
+
+
+def test_destroy_agent_while_requests_hang():
+    """In a subprocess, so that the agent really goes and a wedged teardown cannot stall the
+    suite. It must return in bounded time and leave no lane thread behind."""
+    proc = subprocess.run(
+        [sys.executable, "-c", DESTROY_SCRIPT, str(HERE)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["states"] == ["PROC"] * 4, out
+    assert out["lanes_before"], "no nixl-daos-lane thread while the backend was alive"
+    assert out["destroy_s"] < 5, out
+    assert out["lanes_after"] == [], out

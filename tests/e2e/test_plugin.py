@@ -1,0 +1,71 @@
+"""The plugin as NIXL sees it before any I/O: discovery, parameters, backend creation."""
+
+import pytest
+from nixl_cu12._api import nixl_agent, nixl_agent_config
+from nixl_cu12._bindings import nixlBackendError
+
+from daoskit import BACKEND, SIM_SO, DaosAgent, unique_key
+
+PARAMS = [
+    "pool", "container", "system", "daos_lib", "create_container",
+    "oclass", "fold", "num_queues", "max_inflight", "timeout_ms",
+]
+
+
+def bare_agent():
+    return nixl_agent(unique_key("bare"), nixl_agent_config(backends=[]))
+
+
+def test_plugin_listed_with_parameters_and_memory_types():
+    a = bare_agent()
+    assert BACKEND in a.get_plugin_list()
+    params = a.get_plugin_params(BACKEND)
+    assert sorted(params) == sorted(PARAMS)
+    # Defaults resolved against the environment the tests set.
+    assert params["pool"] == "sim"
+    assert params["container"] == "kv"
+    assert params["daos_lib"] == str(SIM_SO)
+    assert params["fold"] == "true"
+    assert int(params["timeout_ms"]) > 0 and int(params["num_queues"]) >= 1
+    assert sorted(a.get_plugin_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
+
+
+def test_create_backend_with_explicit_parameters(make_agent):
+    params = {"pool": "sim", "container": "kv", "timeout_ms": "2000", "num_queues": "2", "fold": "false"}
+    d = make_agent(params)
+    assert sorted(d.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
+    echoed = d.agent.get_backend_params(BACKEND)
+    for k, v in params.items():
+        assert echoed.get(k) == v, (k, echoed)
+
+
+def test_create_backend_ignores_s3_parameters(make_agent):
+    # LMCache and KVBM pass S3 parameters to whatever backend they are given.
+    make_agent({"bucket": "b", "endpoint_override": "http://x", "num_threads": "4"})
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"pool": "no-such-pool"},
+        {"container": "no-such-container"},
+        {"timeout_ms": "abc"},
+        {"fold": "maybe"},
+        {"daos_lib": "/nonexistent/libdaos.so"},
+    ],
+    ids=["unknown-pool", "unknown-container", "bad-timeout", "bad-fold", "missing-libdaos"],
+)
+def test_create_backend_rejects_bad_parameters(params):
+    a = bare_agent()
+    with pytest.raises(nixlBackendError):
+        a.create_backend(BACKEND, params)
+    assert BACKEND not in a.backends
+    # The failure leaves nothing behind: the same agent then creates a good backend.
+    a.create_backend(BACKEND, {})
+    assert BACKEND in a.backends
+
+
+def test_create_container_creates_a_missing_container(make_agent):
+    label = unique_key("cont")[:40]
+    d = make_agent({"container": label, "create_container": "true"})
+    assert d.query([unique_key("absent")]) == [None]

@@ -158,6 +158,20 @@ def addr(arr: np.ndarray, offset: int = 0) -> int:
     return arr.ctypes.data + offset
 
 
+def kvbm_layer_separate(buf: np.ndarray, dev_ids: list[int], layers: int, layer_bytes: int):
+    """KVBM's layer-separate layout: one key per block, one descriptor per layer at increasing
+    offsets in the object; in DRAM the layers lie apart (layer l of block b at
+    (l * blocks + b) * layer_bytes). Returns (DRAM descriptors, OBJ descriptors)."""
+    blocks = len(dev_ids)
+    assert buf.nbytes >= blocks * layers * layer_bytes
+    local, remote = [], []
+    for b, dev in enumerate(dev_ids):
+        for l in range(layers):
+            local.append((addr(buf, (l * blocks + b) * layer_bytes), layer_bytes, 0))
+            remote.append((l * layer_bytes, layer_bytes, dev))
+    return local, remote
+
+
 # ------------------------------------------------------------------------------------------------
 # agent
 

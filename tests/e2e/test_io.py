@@ -8,7 +8,7 @@ import pytest
 from nixl_cu12._api import nixl_thread_sync_t
 from nixl_cu12._bindings import nixlBackendError
 
-from daoskit import StatsDelta, addr, assert_same, pattern, unique_dev_id, unique_key
+from daoskit import StatsDelta, addr, assert_same, kvbm_layer_separate, pattern, unique_dev_id, unique_key
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -44,14 +44,12 @@ def test_kvbm_layer_separate_layout(make_agent, sim, fold):
     agent.reg_dram(dst)
     devs = [agent.reg_obj("", layers * L, unique_dev_id()) for _ in range(blocks)]
 
-    def local(buf):  # layer-major DRAM: layer l of block b at (l * blocks + b) * L
-        return [(addr(buf, (l * blocks + b) * L), L, 0) for b in range(blocks) for l in range(layers)]
-
-    remote = [(l * L, L, devs[b]) for b in range(blocks) for l in range(layers)]
+    local_w, remote = kvbm_layer_separate(src, devs, layers, L)
+    local_r, _ = kvbm_layer_separate(dst, devs, layers, L)
     with StatsDelta(sim) as w:
-        agent.xfer("WRITE", local(src), remote)
+        agent.xfer("WRITE", local_w, remote)
     with StatsDelta(sim) as r:
-        agent.xfer("READ", local(dst), remote)
+        agent.xfer("READ", local_r, remote)
     assert_same(dst, src)
 
     rpcs = blocks if fold else blocks * layers  # fold: one RPC per key; else one per descriptor

@@ -378,8 +378,7 @@ fn validation_inval() {
 
         // dkey: NULL, NULL buffer, zero length; nr == 0; iods NULL.
         assert_eq!(upd(null_mut(), 1, &mut good, &mut sg), -DER_INVAL);
-        let mut nullbuf = d_iov_t::default();
-        nullbuf.iov_len = 4;
+        let mut nullbuf = d_iov_t { iov_len: 4, ..Default::default() };
         assert_eq!(upd(&mut nullbuf, 1, &mut good, &mut sg), -DER_INVAL);
         let mut empty = key(b"");
         assert_eq!(upd(&mut empty, 1, &mut good, &mut sg), -DER_INVAL);
@@ -978,7 +977,7 @@ fn multithread_stress_own_eqs() {
                         let n = daos_eq_poll(eqh, 0, DAOS_EQ_WAIT, DEPTH as u32, out.as_mut_ptr());
                         assert!(n > 0);
                         for &e in &out[..n as usize] {
-                            let i = slots.iter().position(|s| &*s.ev as *const daos_event_t == e as *const _).unwrap();
+                            let i = slots.iter().position(|s| std::ptr::eq(&*s.ev, e)).unwrap();
                             let s = &slots[i];
                             assert_eq!(s.ev.ev_error, 0);
                             if !write {

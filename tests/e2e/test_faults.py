@@ -69,6 +69,22 @@ def test_hang_hits_deadline_then_recovers(make_agent, sim):
     assert_same(fresh, data, "read after resume")
 
 
+def test_query_under_hang_hits_deadline(make_agent, sim):
+    timeout_s = 0.5
+    agent = make_agent({"timeout_ms": int(timeout_s * 1000)})
+    key = unique_key("qhang")
+    agent.put(key, pattern(4 * KiB))
+    sim.control("hang")
+    t0 = time.monotonic()
+    with pytest.raises(nixlBackendError):
+        agent.query([key, unique_key("absent")])
+    elapsed = time.monotonic() - t0
+    assert elapsed <= timeout_s + 0.5, f"query returned after {elapsed:.3f} s"
+    sim.control("resume")
+    res = agent.query([key])
+    assert res[0] is not None and int(res[0]["size"]) == 4 * KiB
+
+
 DESTROY_SCRIPT = textwrap.dedent(
     """
     import gc, json, sys, time

@@ -20,7 +20,7 @@ def test_plugin_listed_with_parameters_and_memory_types():
     a = bare_agent()
     assert BACKEND in a.get_plugin_list()
     params = a.get_plugin_params(BACKEND)
-    assert sorted(params) == sorted(PARAMS)
+    assert set(PARAMS) <= set(params), sorted(params)
     # Defaults resolved against the environment the tests set.
     assert params["pool"] == "sim"
     assert params["container"] == "kv"

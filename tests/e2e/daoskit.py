@@ -24,8 +24,18 @@ REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / "target" / "release"
 PLUGIN_SO = RELEASE / "libplugin_DAOS.so"
 SIM_SO = RELEASE / "libdaos_sim.so"
-SIM_POOL, SIM_CONT = "sim", "kv"
 BACKEND = "DAOS"
+
+# Testbed mode (ci/e2e-testbed.sh): the tests run against a real DAOS pool named by DAOS_POOL and
+# DAOS_CONT, through the libdaos in NIXL_DAOS_LIBDAOS (default libdaos.so.2); tests that need
+# daos-sim's controls or counters are skipped.
+TESTBED = os.environ.get("NIXL_DAOS_TESTBED") == "1"
+if TESTBED:
+    SIM_POOL, SIM_CONT = os.environ.get("DAOS_POOL", ""), os.environ.get("DAOS_CONT", "")
+    LIBDAOS = os.environ.get("NIXL_DAOS_LIBDAOS", "libdaos.so.2")
+else:
+    SIM_POOL, SIM_CONT = "sim", "kv"
+    LIBDAOS = str(SIM_SO)
 
 _plugin_dir: str | None = None
 
@@ -54,7 +64,9 @@ def prepare_environment(with_posix: bool = False) -> str:
     plugin), and the plugin at daos-sim's default pool and container. Idempotent; returns the dir.
     """
     global _plugin_dir
-    for so in (PLUGIN_SO, SIM_SO):
+    if TESTBED and not (SIM_POOL and SIM_CONT):
+        raise RuntimeError("NIXL_DAOS_TESTBED=1 needs DAOS_POOL and DAOS_CONT naming a real pool and container")
+    for so in (PLUGIN_SO,) if TESTBED else (PLUGIN_SO, SIM_SO):
         if not so.is_file():
             raise FileNotFoundError(f"{so} is missing: run `cargo build --release` first")
     if _plugin_dir is None:
@@ -65,7 +77,7 @@ def prepare_environment(with_posix: bool = False) -> str:
         _preload_posix_deps()
         os.symlink(_wheel_dirs()[0] / "nixl" / "libplugin_POSIX.so", posix)
     os.environ["NIXL_PLUGIN_DIR"] = _plugin_dir
-    os.environ["NIXL_DAOS_LIBDAOS"] = str(SIM_SO)
+    os.environ["NIXL_DAOS_LIBDAOS"] = LIBDAOS
     os.environ["DAOS_POOL"] = SIM_POOL
     os.environ["DAOS_CONT"] = SIM_CONT
     return _plugin_dir

@@ -120,7 +120,7 @@ DESTROY_SCRIPT = textwrap.dedent(
 )
 
 
-def test_destroy_agent_while_requests_hang():
+def test_destroy_agent_while_requests_hang(sim):
     """In a subprocess, so that the agent really goes and a wedged teardown cannot stall the
     suite. It must return in bounded time and leave no lane thread behind."""
     proc = subprocess.run(

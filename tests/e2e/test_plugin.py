@@ -4,7 +4,7 @@ import pytest
 from nixl_cu12._api import nixl_agent, nixl_agent_config
 from nixl_cu12._bindings import nixlBackendError
 
-from daoskit import BACKEND, SIM_SO, DaosAgent, unique_key
+from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, DaosAgent, unique_key
 
 PARAMS = [
     "pool", "container", "system", "daos_lib", "create_container",
@@ -22,16 +22,16 @@ def test_plugin_listed_with_parameters_and_memory_types():
     params = a.get_plugin_params(BACKEND)
     assert set(PARAMS) <= set(params), sorted(params)
     # Defaults resolved against the environment the tests set.
-    assert params["pool"] == "sim"
-    assert params["container"] == "kv"
-    assert params["daos_lib"] == str(SIM_SO)
+    assert params["pool"] == SIM_POOL
+    assert params["container"] == SIM_CONT
+    assert params["daos_lib"] == LIBDAOS
     assert params["fold"] == "true"
     assert int(params["timeout_ms"]) > 0 and int(params["num_queues"]) >= 1
     assert sorted(a.get_plugin_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
 
 
 def test_create_backend_with_explicit_parameters(make_agent):
-    params = {"pool": "sim", "container": "kv", "timeout_ms": "2000", "num_queues": "2", "fold": "false"}
+    params = {"pool": SIM_POOL, "container": SIM_CONT, "timeout_ms": "2000", "num_queues": "2", "fold": "false"}
     d = make_agent(params)
     assert sorted(d.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
     echoed = d.agent.get_backend_params(BACKEND)

@@ -522,6 +522,15 @@ unsafe fn obj_rw(
     }
     STATS.iods.fetch_add(nr as u64, Relaxed);
     STATS.recxs.fetch_add(checked.recxs, Relaxed);
+    tracing::trace!(
+        op = if update { "update" } else { "fetch" },
+        oh = oh.cookie,
+        nr,
+        recxs = checked.recxs,
+        bytes = checked.bytes,
+        sync = ev.is_null(),
+        "object RPC"
+    );
     let a = RwArgs { o, flags, dkey, nr, iods, sgls };
     let work: Work = if update {
         Box::new(move || unsafe { a.update() })

@@ -222,6 +222,7 @@ fn run_and_reap(eq: &Eq, taken: Vec<Task>, out: Option<&mut [*mut daos_event_t]>
     for t in taken {
         let ev = t.ev;
         let rc = (t.work)();
+        tracing::trace!(?ev, rc, "event completed");
         unsafe { complete(ev, rc) };
         evs.push(ev);
     }

@@ -531,6 +531,18 @@ mod tests {
     }
 
     #[test]
+    fn pools_spec() {
+        let s = Store::from_spec(" sim:kv, other ; pool2:c1;bare;;:x", 0);
+        let names: Vec<&str> = s.pools.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(names, ["sim", "pool2", "bare"]);
+        let conts: Vec<String> = s.pools[0].conts.lock().iter().map(|c| c.label.clone()).collect();
+        assert_eq!(conts, ["kv", "other"]);
+        assert!(s.pools[2].conts.lock().is_empty());
+        assert!(s.find_pool("pool2").unwrap().find_cont("c1").is_some());
+        assert!(s.find_pool("nope").is_none());
+    }
+
+    #[test]
     fn uuid_and_labels() {
         let u = new_uuid();
         let s = format!(

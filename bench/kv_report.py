@@ -1,0 +1,217 @@
+"""Report of bench/kv_bench.py: the table, the ratios to memcpy and to the best POSIX, the
+PASS/MISS line of each target, and the results folder (results.json, results.csv, plot.png)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+XFER_OPS = ("write", "read")
+
+# (label, workload, op, contender, reference, minimum ratio); reference "memcpy-nt" is memcpy
+# with one thread per core, "posix" the best POSIX contender of the same workload and op, and
+# any other name that contender's row of the same workload and op.
+RATIO_TARGETS = [
+    ("ref read >= 0.7x per-core memcpy", "ref", "read", "daos fold", "memcpy-nt", 0.7),
+    ("ref read >= 2x best POSIX", "ref", "read", "daos fold", "posix", 2.0),
+    ("ref write >= 0.7x per-core memcpy", "ref", "write", "daos fold", "memcpy-nt", 0.7),
+    ("ref write >= 2x best POSIX", "ref", "write", "daos fold", "posix", 2.0),
+    ("small read >= 0.5x per-core memcpy", "small", "read", "daos fold", "memcpy-nt", 0.5),
+    ("small read >= 2x best POSIX", "small", "read", "daos fold", "posix", 2.0),
+    ("small write >= 0.5x per-core memcpy", "small", "write", "daos fold", "memcpy-nt", 0.5),
+    ("small write >= 2x best POSIX", "small", "write", "daos fold", "posix", 2.0),
+    ("+net ref read: fold >= 2.4x nofold", "ref", "read", "daos fold +net", "daos nofold +net", 2.4),
+    ("+net small read: fold >= 10x nofold", "small", "read", "daos fold +net", "daos nofold +net", 10.0),
+]
+FOLD_CONTENDERS = ("daos fold", "daos fold +net")
+
+
+def _fmt(x, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+class Lookup:
+    def __init__(self, rows):
+        self.rows = [r for r in rows if r.times]
+
+    def get(self, contender: str, workload: str, op: str):
+        for r in self.rows:
+            if r.contender == contender and r.workload == workload and r.op == op:
+                return r
+        return None
+
+    def memcpy(self, workload: str, per_core: bool):
+        ms = [r for r in self.rows if r.contender.startswith("memcpy") and r.workload == workload]
+        ms = [r for r in ms if (r.contender == "memcpy 1T") != per_core]
+        return ms[0] if ms else None
+
+    def best_posix(self, workload: str, op: str):
+        ps = [r for r in self.rows if r.contender.startswith("posix") and r.workload == workload and r.op == op]
+        return max(ps, key=lambda r: r.gbps) if ps else None
+
+    def reference(self, ref: str, workload: str, op: str):
+        if ref == "memcpy-nt":
+            return self.memcpy(workload, True)
+        if ref == "posix":
+            return self.best_posix(workload, op)
+        return self.get(ref, workload, op)
+
+
+def print_table(rows) -> None:
+    head = f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'desc/s':>10} {'RPCs':>7} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/GB':>8} {'reps':>4}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if not r.times:
+            print(f"{r.contender:<18} {r.workload:<8} {r.op:<9} {r.note}")
+            continue
+        gbps = _fmt(r.gbps, ".2f") if r.nbytes else "-"
+        rpcs = str(int(sorted(r.rpcs)[len(r.rpcs) // 2])) if r.rpcs else "-"
+        p50 = r.pct(50)
+        p99 = r.pct(99)
+        cpu = _fmt(r.cpu_per_gb, ".3f") if r.nbytes else "-"
+        mark = "" if r.verified else "  WRONG DATA"
+        print(f"{r.contender:<18} {r.workload:<8} {r.op:<9} {gbps:>7} {r.dps:>10.0f} {rpcs:>7} "
+              f"{_fmt(p50 and p50 * 1e3, '.2f'):>8} {_fmt(p99 and p99 * 1e3, '.2f'):>8} {cpu:>8} {len(r.times):>4}{mark}")
+
+
+def ratios(look: Lookup) -> list[dict]:
+    out = []
+    for r in look.rows:
+        if r.op not in XFER_OPS:
+            continue
+        m1, mn, px = look.memcpy(r.workload, False), look.memcpy(r.workload, True), look.best_posix(r.workload, r.op)
+        out.append({
+            "contender": r.contender, "workload": r.workload, "op": r.op,
+            "vs_memcpy_1t": r.gbps / m1.gbps if m1 else None,
+            "vs_memcpy_per_core": r.gbps / mn.gbps if mn else None,
+            "vs_best_posix": r.gbps / px.gbps if px else None,
+            "best_posix": px.contender if px else None,
+        })
+    return out
+
+
+def print_ratios(rs: list[dict]) -> None:
+    print(f"\n{'contender':<18} {'workload':<8} {'op':<5} {'/memcpy 1T':>10} {'/memcpy/core':>12} {'/best POSIX':>11}")
+    for x in rs:
+        print(f"{x['contender']:<18} {x['workload']:<8} {x['op']:<5} {_fmt(x['vs_memcpy_1t'], '.2f'):>10} "
+              f"{_fmt(x['vs_memcpy_per_core'], '.2f'):>12} {_fmt(x['vs_best_posix'], '.2f'):>11}")
+
+
+def targets(look: Lookup, keys: dict[str, int]) -> list[dict]:
+    out = []
+    for label, wl, op, who, ref, minimum in RATIO_TARGETS:
+        a, b = look.get(who, wl, op), look.reference(ref, wl, op)
+        if a is None or b is None:
+            out.append({"target": label, "result": "SKIP", "detail": "not run"})
+            continue
+        ratio = a.gbps / b.gbps
+        out.append({
+            "target": label, "ratio": ratio,
+            "result": "PASS" if ratio >= minimum and a.verified else "MISS",
+            "detail": f"{who} {a.gbps:.2f} GB/s / {b.contender} {b.gbps:.2f} GB/s = {ratio:.2f}x",
+        })
+    folded = [r for r in look.rows if r.contender in FOLD_CONTENDERS and r.op in XFER_OPS]
+    if folded:
+        bad = [f"{r.contender} {r.workload} {r.op}: {sorted(set(r.rpcs))} RPCs for {keys[r.workload]} keys"
+               for r in folded if set(r.rpcs) != {keys[r.workload]}]
+        out.append({
+            "target": "fold: exactly one RPC per key per request",
+            "result": "MISS" if bad else "PASS",
+            "detail": "; ".join(bad) if bad else f"{len(folded)} ops x every repetition: RPCs == keys",
+        })
+    else:
+        out.append({"target": "fold: exactly one RPC per key per request", "result": "SKIP", "detail": "not run"})
+    return out
+
+
+def draw_plot(look: Lookup, path: Path) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return f"no plot: {e}"
+    xfer = [r for r in look.rows if r.nbytes]
+    groups = []
+    for r in xfer:
+        for op in (XFER_OPS if r.op == "copy" else (r.op,)):
+            if (r.workload, op) not in groups:
+                groups.append((r.workload, op))
+    groups = [g for g in groups if any(r.op == g[1] for r in xfer if r.workload == g[0])] or groups
+    names = list(dict.fromkeys(r.contender for r in xfer))
+    query = [r for r in look.rows if r.workload == "query"]
+    fig, axes = plt.subplots(1, 2 if query else 1, figsize=(16 if query else 12, 6), squeeze=False,
+                             gridspec_kw={"width_ratios": [3, 1]} if query else None)
+    ax = axes[0][0]
+    width = 0.8 / max(1, len(names))
+    for i, n in enumerate(names):
+        ys = []
+        for wl, op in groups:
+            r = look.get(n, wl, op) or look.get(n, wl, "copy")
+            ys.append(r.gbps if r else 0.0)
+        ax.bar([g + i * width for g in range(len(groups))], ys, width, label=n)
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{wl}\n{op}" for wl, op in groups])
+    ax.set_ylabel("GB/s (median)")
+    ax.set_title("KV transfers through NIXL (memcpy: the same bytes copied in process)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    if query:
+        ax = axes[0][1]
+        labels = [f"{r.contender}\n{r.op}" for r in query]
+        ax.barh(range(len(query)), [r.dps for r in query])
+        ax.set_yticks(range(len(query)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel("keys/s")
+        ax.set_title("queryMem")
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
+    """Prints everything and writes the results folder; True when no target MISSes."""
+    look = Lookup(rows)
+    print()
+    print_table(rows)
+    rs = ratios(look)
+    print_ratios(rs)
+    ts = targets(look, {w["name"]: w["keys"] for w in meta["workloads"]})
+    print("\ntargets (ratios within this run):")
+    for t in ts:
+        print(f"  {t['result']:<4} {t['target']}: {t['detail']}")
+    for f in meta["failures"]:
+        print(f"  FAIL {f}")
+
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    for r in rows:
+        records.append({
+            "contender": r.contender, "workload": r.workload, "op": r.op, "bytes": r.nbytes, "descriptors": r.descs,
+            "reps": len(r.times), "seconds": r.times, "cpu_seconds": r.cpu,
+            "gbps": r.gbps if r.times and r.nbytes else None,
+            "descs_per_s": r.dps if r.times else None,
+            "rpcs": r.rpcs, "p50_ms": (r.pct(50) or 0) * 1e3 if r.lat else None,
+            "p99_ms": (r.pct(99) or 0) * 1e3 if r.lat else None,
+            "cpu_s_per_gb": r.cpu_per_gb if r.times and r.nbytes else None,
+            "verified": r.verified, "note": r.note,
+        })
+    (out / "results.json").write_text(json.dumps({**meta, "rows": records, "ratios": rs, "targets": ts}, indent=1))
+    cols = ["contender", "workload", "op", "bytes", "descriptors", "reps", "gbps", "descs_per_s", "p50_ms", "p99_ms",
+            "cpu_s_per_gb", "verified", "note"]
+    with open(out / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, cols + ["rpcs_median"], extrasaction="ignore")
+        w.writeheader()
+        for rec in records:
+            rpcs = sorted(rec["rpcs"])
+            w.writerow(rec | {"rpcs_median": rpcs[len(rpcs) // 2] if rpcs else ""})
+    why = draw_plot(look, out / "plot.png") if plot else "no plot (--no-plot)"
+    if why:
+        print(why)
+    print(f"\nresults: {out}")
+    return not any(t["result"] == "MISS" for t in ts)

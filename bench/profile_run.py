@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Profiles one contender on one workload through kv_bench's harness: set-up and the untimed
+first write run unprofiled, then `perf record` (cpu-clock, call graphs) attaches to this process
+for the timed repetitions of one op only, and the top symbols per thread are printed.
+
+    .venv/bin/python bench/profile_run.py --contender daos-fold --workload small --op read \
+        [--scale 1] [--reps 20] [--perf-data /tmp/kv.perf]
+
+Needs `perf` (linux-perf); in a VM without hardware counters cpu-clock sampling still works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import kv_bench  # noqa: E402  (sets OPENBLAS_NUM_THREADS before numpy)
+from kv_bench import daoskit  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--contender", default="daos-fold")
+    ap.add_argument("--workload", default="small", choices=["ref", "small", "lmcache"])
+    ap.add_argument("--op", default="read", choices=["read", "write"])
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--window", type=int, default=64)
+    ap.add_argument("--poll-ms", type=float, default=1.0)
+    ap.add_argument("--num-queues", type=int, default=0)
+    ap.add_argument("--freq", type=int, default=1999, help="samples per second per CPU")
+    ap.add_argument("--perf-data", type=Path, default=Path("/tmp/kv_profile.perf"))
+    ap.add_argument("--top", type=int, default=30)
+    a = ap.parse_args()
+
+    args = kv_bench.parse_args(["--contenders", a.contender, "--window", str(a.window), "--poll-ms", str(a.poll_ms),
+                                "--num-queues", str(a.num_queues)])
+    w = kv_bench.make_workloads(a.scale, [a.workload])[0]
+    daoskit.prepare_environment(with_posix=True)
+    sim = daoskit.Sim()
+    sim.calm()
+    shm = args.shm / f"nixl-daos-profile-{os.getpid()}"
+    (c,) = kv_bench.build_contenders(args, sim, shm, args.cores)
+    bufs = kv_bench.Buffers(w.nbytes, args.cores)
+    harness = kv_bench.Harness(a.window, a.poll_ms / 1000, 600)
+    c.open(bufs)
+    devs = c.make_storage(w)
+    try:
+        reqs = {"write": c.requests(w, bufs.src, devs), "read": c.requests(w, bufs.dst, devs)}
+        harness.drive(c.agent, "WRITE", reqs["write"])
+        perf = subprocess.Popen(["perf", "record", "-q", "-F", str(a.freq), "-e", "cpu-clock", "-g",
+                                 "-p", str(os.getpid()), "-o", str(a.perf_data)])
+        time.sleep(1.0)  # perf attaches
+        c0, t0 = kv_bench.cpu_now(), time.perf_counter()
+        for _ in range(a.reps):
+            harness.drive(c.agent, a.op.upper(), reqs[a.op])
+        dt, cpu = time.perf_counter() - t0, kv_bench.cpu_now() - c0
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        if a.op == "read" and bufs.first_mismatch(w.nbytes) is not None:
+            print("read-back differs from the source", file=sys.stderr)
+            return 1
+    finally:
+        c.drop_storage()
+        c.close()
+        if shm.exists():
+            shm.rmdir()
+    moved = w.nbytes * a.reps
+    print(f"{c.name} {w.describe()} {a.op} x{a.reps}: {moved / dt / 1e9:.2f} GB/s, "
+          f"{cpu / dt:.2f} cores busy, {cpu / (moved / 1e9):.3f} CPU s/GB")
+    for sort in ("comm", "comm,dso,sym"):
+        print(f"\n-- perf report --sort {sort} (self time, % of all samples)")
+        out = subprocess.run(["perf", "report", "-i", str(a.perf_data), "--no-children", "--sort", sort, "-g", "none",
+                              "--percent-limit", "0.4", "--stdio"], capture_output=True, text=True).stdout
+        lines = [x for x in out.splitlines() if x.strip() and not x.startswith("#")]
+        print("\n".join(lines[: a.top]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

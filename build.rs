@@ -30,6 +30,7 @@ const DAOS_FUNCTIONS: &[&str] = &[
     "daos_eq_poll",
     "daos_event_init",
     "daos_event_fini",
+    "daos_event_test",
     "d_errstr",
 ];
 

@@ -9,7 +9,7 @@ use crate::daos::io::IoKind;
 use crate::daos::{Container, InitGuard, Library, Object, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
-use crate::lanes::{Attempt, Lanes, Op, SizeBatch, Sink};
+use crate::lanes::{self, Attempt, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
@@ -188,7 +188,7 @@ impl Engine {
             XferOp::Write => IoKind::Update,
         };
         for f in &req.folds {
-            self.lanes.submit(Op::new(kind, &f.key, &f.extents, Sink::Xfer(attempt.clone())));
+            self.lanes.submit(Op::new(kind, &f.key, &f.extents, Some(attempt.clone())));
         }
         Ok(Status::InProgress)
     }
@@ -227,6 +227,7 @@ impl Engine {
         Ok(Status::InProgress)
     }
 
+    #[allow(clippy::boxed_local)] // takes back the ownership handed to NIXL
     pub fn release(&self, req: Box<Request>) {
         if let Some(a) = req.current.lock().unwrap().as_ref() {
             let n = a.remaining();
@@ -238,18 +239,11 @@ impl Engine {
 
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let batch = Arc::new(SizeBatch::new(keys.len()));
-        for (index, key) in keys.iter().enumerate() {
-            self.lanes.submit(Op::new(IoKind::Size, key, &[], Sink::Size { batch: batch.clone(), index }));
-        }
         let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        match batch.wait(deadline) {
-            Ok(r) => r,
-            Err(missing) => Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: self.cfg.timeout_ms }),
-        }
+        lanes::query_sizes(self.lib, &self.obj, keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
+            Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
+            e => e,
+        })
     }
 
     /// Operations launched into DAOS and not yet completed.

@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::daos::io::{IoDesc, IoKind};
+use crate::daos::io::{Extent, IoDesc, IoKind};
 use crate::daos::{daos_event_t, EventQueue, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
@@ -25,12 +25,6 @@ use crate::key::ObjectKey;
 const POLL_US: i64 = 20_000;
 /// Events reaped per poll.
 const REAP_BATCH: usize = 64;
-
-/// What a finished operation reports to.
-pub enum Sink {
-    Xfer(Arc<Attempt>),
-    Size { batch: Arc<SizeBatch>, index: usize },
-}
 
 /// One posting of a transfer request: its folds in flight, first error, deadline.
 pub struct Attempt {
@@ -76,50 +70,6 @@ impl Attempt {
     }
 }
 
-/// Sizes of many keys, answered concurrently across lanes.
-pub struct SizeBatch {
-    state: Mutex<(usize, Vec<Option<u64>>, Option<Error>)>,
-    done: Condvar,
-}
-
-impl SizeBatch {
-    pub fn new(n: usize) -> SizeBatch {
-        SizeBatch { state: Mutex::new((n, vec![None; n], None)), done: Condvar::new() }
-    }
-
-    fn set(&self, index: usize, result: Result<Option<u64>, Error>) {
-        let mut st = self.state.lock().unwrap();
-        match result {
-            Ok(size) => st.1[index] = size,
-            Err(e) => {
-                if st.2.is_none() {
-                    st.2 = Some(e);
-                }
-            }
-        }
-        st.0 -= 1;
-        if st.0 == 0 {
-            self.done.notify_all();
-        }
-    }
-
-    /// Waits until every answer is in, or `deadline`. Err(n) when n answers are missing.
-    pub fn wait(&self, deadline: Instant) -> Result<Result<Vec<Option<u64>>, Error>, usize> {
-        let mut st = self.state.lock().unwrap();
-        while st.0 > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(st.0);
-            }
-            st = self.done.wait_timeout(st, deadline - now).unwrap().0;
-        }
-        Ok(match st.2.take() {
-            Some(e) => Err(e),
-            None => Ok(std::mem::take(&mut st.1)),
-        })
-    }
-}
-
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
 #[repr(C)]
@@ -127,58 +77,126 @@ pub struct Op {
     ev: daos_event_t,
     io: IoDesc,
     key: ObjectKey,
-    sink: Sink,
+    /// The transfer it belongs to; None for a size query driven by its caller.
+    attempt: Option<Arc<Attempt>>,
 }
 
 impl Op {
-    pub fn new(kind: IoKind, key: &ObjectKey, extents: &[crate::daos::io::Extent], sink: Sink) -> Box<Op> {
-        Box::new(Op { ev: daos_event_t::default(), io: IoDesc::new(kind, key.as_bytes(), extents), key: key.clone(), sink })
+    pub fn new(kind: IoKind, key: &ObjectKey, extents: &[Extent], attempt: Option<Arc<Attempt>>) -> Box<Op> {
+        Box::new(Op { ev: daos_event_t::default(), io: IoDesc::new(kind, key.as_bytes(), extents), key: key.clone(), attempt })
     }
 
-    /// Turns the DAOS result into the sink's answer.
-    fn finish(self: Box<Op>, lib: &Library, rc: i32) {
+    fn daos_error(&self, lib: &Library, rc: i32) -> Error {
         let call = match self.io.kind {
             IoKind::Update => "daos_obj_update",
             IoKind::Fetch => "daos_obj_fetch",
             IoKind::Size => "daos_obj_query_key",
         };
-        let daos_err = |rc| Error::Daos { call, rc, name: lib.errstr(rc) };
-        match self.sink {
-            Sink::Xfer(ref attempt) => {
-                let result = if rc != 0 {
-                    Err(daos_err(rc))
-                } else if self.io.kind == IoKind::Fetch {
-                    match self.io.fetched() {
-                        None => Err(Error::NoSuchKey { key: self.key.display() }),
-                        Some(got) if got < self.io.bytes() => {
-                            Err(Error::ShortRead { key: self.key.display(), want: self.io.bytes(), got })
-                        }
-                        Some(_) => Ok(()),
-                    }
-                } else {
-                    Ok(())
-                };
-                if let Err(e) = &result {
-                    tracing::debug!(key = %self.key.display(), "DAOS operation failed: {e}");
+        Error::Daos { call, rc, name: lib.errstr(rc) }
+    }
+
+    /// What a transfer learns from a completed update or fetch.
+    fn xfer_result(&self, lib: &Library, rc: i32) -> Result<(), Error> {
+        if rc != 0 {
+            return Err(self.daos_error(lib, rc));
+        }
+        if self.io.kind == IoKind::Fetch {
+            match self.io.fetched() {
+                None => return Err(Error::NoSuchKey { key: self.key.display() }),
+                Some(got) if got < self.io.bytes() => {
+                    return Err(Error::ShortRead { key: self.key.display(), want: self.io.bytes(), got })
                 }
-                attempt.complete(result);
+                Some(_) => {}
             }
-            Sink::Size { ref batch, index } => {
-                let result = match rc {
-                    0 => Ok(Some(self.io.size())),
-                    rc if rc == -crate::daos::sys::DER_NONEXIST => Ok(None),
-                    rc => Err(daos_err(rc)),
-                };
-                batch.set(index, result);
-            }
+        }
+        Ok(())
+    }
+
+    /// What a completed size query says: the size, or None when the key does not exist.
+    fn size_result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
+        match rc {
+            0 => Ok(Some(self.io.size())),
+            rc if rc == -crate::daos::sys::DER_NONEXIST => Ok(None),
+            rc => Err(self.daos_error(lib, rc)),
+        }
+    }
+
+    /// Reports the DAOS result to the op's transfer.
+    fn finish(self: Box<Op>, lib: &Library, rc: i32) {
+        let result = self.xfer_result(lib, rc);
+        if let Err(e) = &result {
+            tracing::debug!(key = %self.key.display(), "DAOS operation failed: {e}");
+        }
+        if let Some(a) = &self.attempt {
+            a.complete(result);
         }
     }
 
     fn fail(self: Box<Op>, e: Error) {
-        match self.sink {
-            Sink::Xfer(ref a) => a.complete(Err(e)),
-            Sink::Size { ref batch, index } => batch.set(index, Err(e)),
+        if let Some(a) = &self.attempt {
+            a.complete(Err(e));
         }
+    }
+}
+
+/// Sizes of `keys` (None: absent), queried from the calling thread: up to `window` queries in
+/// flight at once on events outside any queue, progressed with `daos_event_test` here.
+/// queryMem is synchronous for its caller anyway, and driving progress in the caller spares a
+/// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
+/// Queries still inside DAOS at `deadline` are left to it (their memory stays allocated).
+pub fn query_sizes(lib: &'static Library, obj: &Object, keys: &[ObjectKey], window: usize, deadline: Instant) -> Result<Vec<Option<u64>>, Error> {
+    let mut sizes = vec![None; keys.len()];
+    let mut first_err: Option<Error> = None;
+    let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
+    let mut next = 0;
+    while next < keys.len() || !inflight.is_empty() {
+        while next < keys.len() && inflight.len() < window.max(1) {
+            let raw = Box::into_raw(Op::new(IoKind::Size, &keys[next], &[], None));
+            // SAFETY: raw is a live boxed Op; from launch until reaped it belongs to DAOS.
+            let rc = unsafe {
+                match lib.init_event_unqueued(&mut (*raw).ev) {
+                    Err(e) => {
+                        drop(Box::from_raw(raw));
+                        return Err(e);
+                    }
+                    Ok(()) => obj.launch(&mut (*raw).io, &mut (*raw).ev),
+                }
+            };
+            if rc == 0 {
+                inflight.push_back((next, raw));
+            } else {
+                // SAFETY: not launched, so not DAOS's.
+                let mut op = unsafe { Box::from_raw(raw) };
+                unsafe { lib.fini_event(&mut op.ev) };
+                first_err.get_or_insert(op.daos_error(lib, rc));
+            }
+            next += 1;
+        }
+        let Some(&(index, raw)) = inflight.front() else { continue };
+        let left = deadline.saturating_duration_since(Instant::now());
+        // SAFETY: raw is launched and not yet reaped.
+        let done = unsafe { lib.event_test(&mut (*raw).ev, left.as_micros().min(i64::MAX as u128) as i64)? };
+        if done {
+            inflight.pop_front();
+            // SAFETY: reaped: DAOS is done with it.
+            let mut op = unsafe { Box::from_raw(raw) };
+            let rc = op.ev.ev_error;
+            unsafe { lib.fini_event(&mut op.ev) };
+            match op.size_result(lib, rc) {
+                Ok(size) => sizes[index] = size,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        } else if Instant::now() >= deadline {
+            let missing = inflight.len() + (keys.len() - next);
+            // The launched ones stay allocated: DAOS may still complete them.
+            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: 0 });
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(sizes),
     }
 }
 
@@ -190,6 +208,9 @@ struct Lane {
     inflight: AtomicUsize,
     waiting: Mutex<VecDeque<Box<Op>>>,
     idle: Condvar,
+    /// Set by the lane thread while it sleeps on `idle` with nothing in flight; submitters wake
+    /// it only then, so a busy lane costs no futex call per operation.
+    parked: AtomicBool,
     stop: AtomicBool,
     leaked: AtomicU64,
 }
@@ -226,16 +247,19 @@ impl Lane {
             op.fail(Error::ShuttingDown);
             return;
         }
-        if self.inflight.fetch_add(1, Ordering::AcqRel) < self.max_inflight {
+        if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
             self.launch(op);
         } else {
-            self.inflight.fetch_sub(1, Ordering::AcqRel);
+            self.inflight.fetch_sub(1, Ordering::SeqCst);
             self.waiting.lock().unwrap().push_back(op);
         }
-        // Wake the lane if it sleeps with nothing in flight. Taking the lock orders this
-        // notification after its emptiness check.
-        let _g = self.waiting.lock().unwrap();
-        self.idle.notify_one();
+        // The lane parks only after seeing nothing in flight and nothing waiting (SeqCst on
+        // both sides): either it saw our op, or we see it parked and wake it. Taking the lock
+        // orders the notification after its check.
+        if self.parked.load(Ordering::SeqCst) {
+            let _g = self.waiting.lock().unwrap();
+            self.idle.notify_one();
+        }
     }
 
     /// Launches waiting ops while there is room.
@@ -274,12 +298,16 @@ impl Lane {
                     self.leaked.store(n, Ordering::Release);
                     break;
                 }
-            } else if self.inflight.load(Ordering::Acquire) == 0 {
+            } else if self.inflight.load(Ordering::SeqCst) == 0 {
                 let g = self.waiting.lock().unwrap();
-                if g.is_empty() && self.inflight.load(Ordering::Acquire) == 0 && !self.stop.load(Ordering::Acquire) {
-                    drop(self.idle.wait_timeout(g, Duration::from_millis(100)).unwrap());
+                self.parked.store(true, Ordering::SeqCst);
+                if g.is_empty() && self.inflight.load(Ordering::SeqCst) == 0 && !self.stop.load(Ordering::SeqCst) {
+                    let g = self.idle.wait_timeout(g, Duration::from_millis(100)).unwrap().0;
+                    self.parked.store(false, Ordering::SeqCst);
+                    drop(g);
                     continue;
                 }
+                self.parked.store(false, Ordering::SeqCst);
                 drop(g);
                 self.launch_waiting();
             }
@@ -328,6 +356,7 @@ impl Lanes {
                 inflight: AtomicUsize::new(0),
                 waiting: Mutex::new(VecDeque::new()),
                 idle: Condvar::new(),
+                parked: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
                 leaked: AtomicU64::new(0),
             });

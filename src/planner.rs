@@ -36,29 +36,75 @@ impl Fold {
     }
 }
 
-/// Byte ranges already in a fold, to find overlaps in O(log n).
+/// Byte ranges already in a fold, to find overlaps. Descriptors usually arrive at increasing
+/// offsets (KVBM's layers), so while they do, a range is checked against the highest end seen
+/// so far; the first out-of-order range switches to an ordered map, O(log n) per check.
 #[derive(Default)]
-struct Ranges(BTreeMap<u64, u64>);
+struct Ranges {
+    max_end: u64,
+    in_order: Vec<(u64, u64)>,
+    tree: Option<BTreeMap<u64, u64>>,
+}
 
 impl Ranges {
-    fn overlaps(&self, start: u64, end: u64) -> bool {
+    fn overlaps(&mut self, start: u64, end: u64) -> bool {
+        if self.tree.is_none() && start >= self.max_end {
+            return false;
+        }
+        let tree = self.tree.get_or_insert_with(|| self.in_order.drain(..).collect());
         // The range starting at or before `start`, and the first one starting after it.
-        if let Some((_, &e)) = self.0.range(..=start).next_back() {
+        if let Some((_, &e)) = tree.range(..=start).next_back() {
             if e > start {
                 return true;
             }
         }
-        matches!(self.0.range(start..).next(), Some((&s, _)) if s < end)
+        matches!(tree.range(start..).next(), Some((&s, _)) if s < end)
     }
+
+    /// Records [start, end); `start` may be that of the last range recorded, which then grows.
     fn insert(&mut self, start: u64, end: u64) {
-        self.0.insert(start, end);
+        self.max_end = self.max_end.max(end);
+        match (&mut self.tree, self.in_order.last_mut()) {
+            (Some(tree), _) => {
+                tree.insert(start, end);
+            }
+            (None, Some(last)) if last.0 == start => last.1 = end,
+            (None, _) => self.in_order.push((start, end)),
+        }
+    }
+}
+
+/// The open fold of each key. Consecutive descriptors mostly target the same key, whose
+/// registration they share, so the previous key is compared (by pointer, then bytes) before
+/// the map is hashed.
+#[derive(Default)]
+struct OpenFolds<'a> {
+    last: Option<(&'a ObjectKey, usize)>,
+    by_key: HashMap<&'a ObjectKey, usize>,
+    slots: Vec<(usize, Ranges)>,
+}
+
+impl<'a> OpenFolds<'a> {
+    fn get(&mut self, key: &'a ObjectKey) -> Option<&mut (usize, Ranges)> {
+        let slot = match self.last {
+            Some((k, slot)) if k == key => slot,
+            _ => *self.by_key.get(key)?,
+        };
+        self.last = Some((key, slot));
+        Some(&mut self.slots[slot])
+    }
+
+    fn open(&mut self, key: &'a ObjectKey, fold: usize, ranges: Ranges) {
+        let slot = self.slots.len();
+        self.slots.push((fold, ranges));
+        self.by_key.insert(key, slot);
+        self.last = Some((key, slot));
     }
 }
 
 pub fn plan(pairs: &[Pair], fold: bool) -> Result<Vec<Fold>> {
     let mut folds: Vec<Fold> = Vec::new();
-    // key -> (index of its open fold, ranges in it)
-    let mut open: HashMap<&ObjectKey, (usize, Ranges)> = HashMap::new();
+    let mut open = OpenFolds::default();
     for p in pairs {
         if p.len == 0 {
             continue;
@@ -76,7 +122,7 @@ pub fn plan(pairs: &[Pair], fold: bool) -> Result<Vec<Fold>> {
             folds.push(Fold { key: p.key.clone(), extents: vec![ext] });
             continue;
         }
-        if let Some((idx, ranges)) = open.get_mut(&p.key) {
+        if let Some((idx, ranges)) = open.get(&p.key) {
             if !ranges.overlaps(p.offset, end) {
                 let f = &mut folds[*idx];
                 let last = f.extents.last_mut().expect("open folds are never empty");
@@ -95,7 +141,7 @@ pub fn plan(pairs: &[Pair], fold: bool) -> Result<Vec<Fold>> {
         }
         let mut ranges = Ranges::default();
         ranges.insert(p.offset, end);
-        open.insert(&p.key, (folds.len(), ranges));
+        open.open(&p.key, folds.len(), ranges);
         folds.push(Fold { key: p.key.clone(), extents: vec![ext] });
     }
     Ok(folds)

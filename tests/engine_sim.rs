@@ -264,7 +264,7 @@ fn bad_requests_are_refused_at_prep() {
     let _x = exclusive();
     let e = engine("eng-bad", &[]);
     let k = reg(&e, "x");
-    let buf = vec![0u8; 16];
+    let buf = [0u8; 16];
     let l = [Desc { addr: buf.as_ptr() as u64, len: 16, dev_id: 0, reg: None }];
     let r = [Desc { addr: 0, len: 8, dev_id: 0, reg: Some(&k) }];
     let err = e.prep(XferOp::Write, MemType::Dram, &l, MemType::Obj, &r).err().unwrap();

@@ -71,6 +71,33 @@ impl Library {
         Ok(InitGuard { lib: self })
     }
 
+    /// Readies `ev` for one launch outside any event queue; it is reaped with `event_test`.
+    ///
+    /// # Safety
+    /// `ev` must stay valid and unmoved until it is reaped or finalised.
+    pub unsafe fn init_event_unqueued(&self, ev: *mut daos_event_t) -> Result<(), Error> {
+        self.check("daos_event_init", self.api.daos_event_init(ev, daos_handle_t::default(), std::ptr::null_mut()))
+    }
+
+    /// Progresses DAOS until `ev` completes or `timeout_us` passes; true once it is reaped.
+    ///
+    /// # Safety
+    /// `ev` was initialised with `init_event_unqueued` and launched.
+    pub unsafe fn event_test(&self, ev: *mut daos_event_t, timeout_us: i64) -> Result<bool, Error> {
+        let mut done = false;
+        self.check("daos_event_test", self.api.daos_event_test(ev, timeout_us, &mut done))?;
+        Ok(done)
+    }
+
+    /// # Safety
+    /// `ev` was initialised and is not running.
+    pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
+        let rc = self.api.daos_event_fini(ev);
+        if rc != 0 {
+            tracing::debug!("daos_event_fini: {}", self.errstr(rc));
+        }
+    }
+
     /// Class id for a name such as "SX" or "RP_3GX"; None when DAOS does not know it.
     pub fn oclass_id(&self, name: &str) -> Option<u32> {
         let c = CString::new(name).ok()?;
@@ -267,10 +294,7 @@ impl EventQueue {
     /// # Safety
     /// `ev` was initialised with `init_event` and is not running.
     pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
-        let rc = self.lib.api.daos_event_fini(ev);
-        if rc != 0 {
-            tracing::debug!("daos_event_fini: {}", self.lib.errstr(rc));
-        }
+        self.lib.fini_event(ev)
     }
 
     /// Destroys the queue once; with `force`, even while events are still in flight (their

@@ -8,6 +8,7 @@ use std::os::raw::c_int;
 use std::slice;
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::copy::copy_raw;
 use crate::ffi::*;
 use crate::handles::ObjH;
 use crate::sim::STATS;
@@ -81,7 +82,7 @@ impl Cursor {
     fn scatter(&mut self, mut src: &[u8]) {
         while !src.is_empty() {
             let Some((p, k)) = self.piece(src.len()) else { return };
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, k) };
+            unsafe { copy_raw(p, src.as_ptr(), k) };
             src = &src[k..];
         }
     }
@@ -354,11 +355,16 @@ unsafe fn apply_update(g: &mut DkeyData, iod: &daos_iod_t, sgl: *const d_sg_list
     }
     let mut cur = Cursor::new(sgl, false);
     if iod.iod_type == DAOS_IOD_SINGLE {
-        let mut v = Vec::with_capacity(size as usize);
-        while (v.len() as u64) < size {
-            let want = (size - v.len() as u64).min(usize::MAX as u64) as usize;
-            v.extend_from_slice(cur.src(want));
+        let n = size as usize;
+        let mut v: Vec<u8> = Vec::with_capacity(n);
+        let mut got = 0;
+        while got < n {
+            let s = cur.src(n - got);
+            let k = s.len().min(n - got);
+            copy_raw(v.as_mut_ptr().add(got), s.as_ptr(), k);
+            got += k;
         }
+        v.set_len(n);
         g.akeys.insert(ak.into(), AkeyVal::Single(v));
         return size;
     }

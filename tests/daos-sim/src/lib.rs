@@ -5,6 +5,7 @@
 //! See README.md for what it models and what it does not.
 
 pub mod api;
+pub mod copy;
 mod errstr;
 mod event;
 pub mod ffi;

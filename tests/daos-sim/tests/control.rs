@@ -332,3 +332,42 @@ fn reset_data_drops_everything() {
     assert_eq!(get(oh, b"d", b"a", 0, &mut buf[..5]).iod_size, 1);
     c.close(&[oh]);
 }
+
+/// Resident memory of this process, MiB.
+fn rss_mib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = s.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (pages * 4096) >> 20
+}
+
+/// The benchmark runs contenders one after another in one process and relies on reset_data
+/// handing the store's memory back: check it over rounds, with chunks allocated in two threads.
+#[cfg(target_os = "linux")]
+#[test]
+fn reset_data_returns_memory() {
+    let _g = lock();
+    let c = setup("ctl-reset-mem");
+    let oh = c.obj(1);
+    let block = vec![7u8; 1 << 20];
+    const MIB_PER_THREAD: u64 = 128;
+    for round in 0..3 {
+        let before = rss_mib();
+        std::thread::scope(|s| {
+            for t in 0..2u8 {
+                let block = &block;
+                s.spawn(move || {
+                    for i in 0..MIB_PER_THREAD {
+                        assert_eq!(put(oh, &[b'd', t], b"a", i << 20, block), 0);
+                    }
+                });
+            }
+        });
+        let full = rss_mib();
+        assert_eq!(control("reset_data"), 0);
+        let after = rss_mib();
+        let msg = format!("round {round}: before {before} MiB, written {full} MiB, after reset_data {after} MiB");
+        assert!(full >= before + MIB_PER_THREAD * 2 * 9 / 10, "{msg}");
+        assert!(after <= before + 32, "{msg}");
+    }
+    c.close(&[oh]);
+}

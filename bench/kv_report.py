@@ -99,6 +99,34 @@ def print_ratios(rs: list[dict]) -> None:
               f"{_fmt(x['vs_memcpy_per_core'], '.2f'):>12} {_fmt(x['vs_best_posix'], '.2f'):>11}")
 
 
+def net_check(look: Lookup, net: dict) -> list[dict]:
+    """Each +net transfer against the link's lower bound by the model (RPCs x rpc_cost + bytes /
+    link): near 1.0 the modeled network is the bottleneck, as intended; well below, something
+    local (copy, plugin, harness) is."""
+    out = []
+    gbps, cost = net.get("bandwidth_gbps") or 0.0, net.get("rpc_cost_us") or 0.0
+    if not gbps:
+        return out
+    for r in look.rows:
+        if r.contender.endswith("+net") and r.op in XFER_OPS and r.rpcs:
+            rpcs = sorted(r.rpcs)[len(r.rpcs) // 2]
+            bound = rpcs * cost * 1e-6 + r.nbytes / (gbps * 1e9)
+            out.append({"contender": r.contender, "workload": r.workload, "op": r.op, "rpcs": rpcs,
+                        "model_s": bound, "measured_s": r.t, "of_model": bound / r.t})
+    return out
+
+
+def print_net_check(rows: list[dict], net: dict) -> None:
+    if not rows:
+        return
+    print(f"\n+net against the link model ({net['bandwidth_gbps']:g} GB/s, rpc_cost {net['rpc_cost_us']:g} us, "
+          f"latency {net['latency_us']:g} us): 1.00 = bound by the modeled network")
+    print(f"{'contender':<18} {'workload':<8} {'op':<5} {'RPCs':>6} {'model s':>8} {'measured s':>10} {'model/meas':>10}")
+    for x in rows:
+        print(f"{x['contender']:<18} {x['workload']:<8} {x['op']:<5} {x['rpcs']:>6} {x['model_s']:>8.3f} "
+              f"{x['measured_s']:>10.3f} {x['of_model']:>10.2f}")
+
+
 def targets(look: Lookup, keys: dict[str, int]) -> list[dict]:
     out = []
     for label, wl, op, who, ref, minimum in RATIO_TARGETS:
@@ -177,10 +205,12 @@ def draw_plot(look: Lookup, path: Path) -> str | None:
 def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
     """Prints everything and writes the results folder; True when no target MISSes."""
     look = Lookup(rows)
-    print()
+    print(f"\nhandles: {meta.get('handles', '-')}")
     print_table(rows)
     rs = ratios(look)
     print_ratios(rs)
+    nc = net_check(look, meta.get("net_model") or {})
+    print_net_check(nc, meta.get("net_model") or {})
     ts = targets(look, {w["name"]: w["keys"] for w in meta["workloads"]})
     print("\ntargets (ratios within this run):")
     for t in ts:
@@ -201,7 +231,7 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
             "cpu_s_per_gb": r.cpu_per_gb if r.times and r.nbytes else None,
             "verified": r.verified, "note": r.note,
         })
-    (out / "results.json").write_text(json.dumps({**meta, "rows": records, "ratios": rs, "targets": ts}, indent=1))
+    (out / "results.json").write_text(json.dumps({**meta, "rows": records, "ratios": rs, "net_check": nc, "targets": ts}, indent=1))
     cols = ["contender", "workload", "op", "bytes", "descriptors", "reps", "gbps", "descs_per_s", "p50_ms", "p99_ms",
             "cpu_s_per_gb", "verified", "note"]
     with open(out / "results.csv", "w", newline="") as f:

@@ -10,18 +10,22 @@ Workloads (all sizes times --scale, except queryMem):
   query    queryMem of 10,000 keys, half present, from 1 and from 16 threads
 
 Contenders: the DAOS plugin with fold=true and fold=false, on daos-sim with no modeled cost (the
-plugin's and the simulator's own overhead) and with a modeled network (see NET_* below); POSIX
+plugin's and the simulator's own overhead) and with a modeled network (+net; see NetModel and the
+comment above it: a link below this machine's copy rate and a serialised per-RPC cost); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
 the same bytes with 1 thread and with one thread per core.
 
-Every transfer goes through the same harness: one NIXL request per key (initialize_xfer,
-transfer), a window of --window requests in flight, check_xfer_state on each after a --poll-ms
-sleep, as KVBM and LMCache drive NIXL. Every read is verified against the source (poisoned
+Every transfer goes through the same harness: one NIXL request per key, a window of --window
+requests in flight, check_xfer_state on each after a --poll-ms sleep, as KVBM and LMCache drive
+NIXL. --handles prepared (default): each key's handle is made once before the clock and reposted
+by every rep (as nixlbench); --handles per-transfer: initialize_xfer and release_xfer_handle
+around every request, timed. Every read rep is verified against the source (poisoned
 destination, full compare), so a fast wrong answer cannot win. Storage is freed between
 contenders (sim reset_data, tmpfs files deleted); one DRAM source and one destination serve all.
 
     .venv/bin/python bench/kv_bench.py [--scale 1.0] [--workloads ref,small,lmcache,query]
                                        [--contenders daos,posix,memcpy | names ...] [--reps 3]
+                                       [--handles prepared|per-transfer] [--net-gbps G --net-rpc-cost-us U]
 Prints the table, ratios and a PASS/MISS line per target; writes results/<timestamp>/
 (results.json, results.csv, plot.png). Exit status: 0 all verified and every target met, 2 all
 verified but a target missed, 1 a wrong read-back or a failed run.
@@ -50,17 +54,92 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import daoskit  # noqa: E402
 import kv_report  # noqa: E402
 
-# The modeled network. 400 Gb/s is the reference testbed's link: 50 GB/s, shared by all RPCs
-# in flight (daos-sim serialises bytes on one link). 40 us per RPC: a DAOS object RPC over
-# verbs costs a round trip of ~10 us plus server-side handling (VOS lookup, bulk set-up and the
-# RDMA pull/push handshake) of a few tens of us; the reference measurements (34.17 GB/s for one
-# 40 MiB RPC per key vs 14.40 GB/s for 40 RPCs of 1 MiB) imply ~42 us more per extra RPC.
-# daos-sim adds the latency per RPC after its link slot; RPCs in flight overlap their latency.
-NET_GBPS = 50.0
-NET_LATENCY_US = 40.0
-
 MiB = 1 << 20
 GB = 1e9
+
+# The modeled network (+net contenders). What decides folding's gain is the ratio of a DAOS RPC's
+# fixed cost to its per-byte cost. The reference testbed: a 400 Gb/s link (50 GB/s) and, from its
+# 34.17 GB/s for one 40 MiB RPC per key vs 14.40 GB/s for 40 RPCs of 1 MiB, ~40 us more per RPC
+# (1 MiB takes 69 us at 14.40 GB/s and 29 us at 34.17), i.e. one RPC costs the link time of
+# 40 us x 50 GB/s = 2 MB. On this machine a 50 GB/s link is faster than a local copy (~10-20 GB/s),
+# so the copy would bound every contender and no network effect could show; and daos-sim's
+# `latency` overlaps across the RPCs in flight, so a window of them hides it. The model used here:
+# daos-sim's `rpc_cost` (a per-RPC service time serialised on the shared link, as a server's
+# per-RPC processing: ready_at = max(now, link_free) + rpc_cost + bytes / bandwidth) with the link
+# scaled to NET_LINK_SHARE of this machine's one-thread copy rate (measured at start-up), so that
+# the modeled network and not the copy is the bottleneck, and rpc_cost = NET_RPC_BYTES / link,
+# which keeps the testbed's ratio: fold/nofold is then ~2.8x on `ref` and ~57x on `small`
+# whatever the link. On the 2-core dev VM (one-thread copy ~10-11 GB/s): 5 GB/s and 400 us; the
+# small-block nofold run is then 16384 RPCs x ~0.4 ms = ~6.6 s a rep, so --max-op-time keeps it
+# to one rep per op. The report's "+net against the link model" shows how close each +net run
+# comes to the model's bound (1.00: the modeled network is the bottleneck).
+TESTBED_GBPS = 50.0  # 400 Gb/s
+TESTBED_RPC_US = 40.0
+NET_RPC_BYTES = TESTBED_GBPS * 1e9 * TESTBED_RPC_US * 1e-6  # 2 MB of link time per RPC
+NET_LINK_SHARE = 0.5
+NET_LINK_MAX_GBPS = TESTBED_GBPS
+# Without rpc_cost in daos-sim (before it has one): the testbed's link and the overlapped latency.
+NET_FALLBACK_GBPS = TESTBED_GBPS
+NET_FALLBACK_LATENCY_US = TESTBED_RPC_US
+
+
+@dataclass
+class NetModel:
+    gbps: float  # the one shared link, GB/s
+    rpc_cost_us: float  # serialised on the link per RPC (0 where daos-sim has no rpc_cost)
+    latency_us: float  # added per RPC after its link slot; overlaps across RPCs in flight
+    copy_gbps: float | None  # the measured one-thread copy rate the link was scaled to
+    why: str
+
+    def controls(self) -> list[str]:
+        out = [f"latency {self.latency_us:g}", f"bandwidth {self.gbps:g}"]
+        return out + ([f"rpc_cost {self.rpc_cost_us:g}"] if self.rpc_cost_us else [])
+
+    def bound_s(self, nbytes: int, rpcs: int) -> float:
+        """The least time the link needs for `rpcs` RPCs moving `nbytes` (latency overlaps)."""
+        return rpcs * self.rpc_cost_us * 1e-6 + nbytes / (self.gbps * GB)
+
+
+def sim_has_rpc_cost(sim: daoskit.Sim) -> bool:
+    return sim.lib.daos_sim_control(b"rpc_cost 0") == 0
+
+
+def copy_rate_gbps(nbytes: int = 256 * MiB, reps: int = 9) -> float:
+    """One thread's memcpy rate here, on buffers of their own far larger than any cache: the
+    best of `reps` copies of `nbytes` (noise on a shared machine only ever slows a copy down, so
+    the best is the steadiest estimate)."""
+    src, dst = np.ones(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return nbytes / best / GB
+
+
+def choose_net(a, sim: daoskit.Sim) -> NetModel:
+    if not sim_has_rpc_cost(sim):
+        gbps = a.net_gbps or NET_FALLBACK_GBPS
+        lat = NET_FALLBACK_LATENCY_US if a.net_latency_us is None else a.net_latency_us
+        return NetModel(gbps, 0.0, lat, None,
+                        "daos-sim has no rpc_cost yet: the testbed's link with an overlapped per-RPC latency, which "
+                        "a window of RPCs in flight hides, so the +net fold/nofold targets cannot show folding's gain")
+    copy = None
+    if a.net_gbps:
+        gbps = a.net_gbps
+    else:
+        copy = copy_rate_gbps()
+        # whole GB/s (0.5 below 1), so that runs on one machine get the same link despite noise
+        x = copy * NET_LINK_SHARE
+        gbps = min(NET_LINK_MAX_GBPS, float(int(x)) if x >= 1 else 0.5)
+    cost = a.net_rpc_cost_us if a.net_rpc_cost_us is not None else round(NET_RPC_BYTES / (gbps * GB) * 1e6)
+    lat = a.net_latency_us or 0.0
+    how = f"{NET_LINK_SHARE:g} x the measured one-thread copy rate {copy:.1f} GB/s" if copy else "--net-gbps"
+    return NetModel(gbps, cost, lat, copy,
+                    f"link {gbps:g} GB/s ({how}), below the local copy so the network is the bottleneck; "
+                    f"rpc_cost {cost:g} us = {NET_RPC_BYTES / 1e6:g} MB / link, the testbed's per-RPC cost in bytes "
+                    f"({TESTBED_RPC_US:g} us x {TESTBED_GBPS:g} GB/s, from its 34.17 vs 14.40 GB/s), so fold/nofold "
+                    f"keeps the testbed's ratio")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -218,20 +297,50 @@ class Harness:
     """Posts one request per key and keeps `window` of them in flight; sweeps check_xfer_state
     over them, refilling the window, and sleeps `poll` before a sweep whenever the previous one
     completed nothing (a consumer's progress loop: it never spins while the I/O is under way).
+
+    Two ways to get a request's handle:
+      prepared      (default) the caller made the handles once, before the clock (make_handles),
+                    and each repetition reposts them with transfer(h), as NIXL's nixlbench does and
+                    as LMCache reuses its prepped descriptor lists; release_handles frees them
+      per-transfer  initialize_xfer before, and release_xfer_handle after, every request, inside
+                    the timed region, as a consumer that builds its requests on the fly does
     Returns the wall time and the per-request latencies (post to seen done)."""
 
-    def __init__(self, window: int, poll_s: float, timeout_s: float):
-        self.window, self.poll, self.timeout = window, poll_s, timeout_s
+    MODES = ("prepared", "per-transfer")
 
-    def drive(self, agent, op: str, requests: list) -> tuple[float, list[float]]:
+    def __init__(self, window: int, poll_s: float, timeout_s: float, mode: str = "prepared"):
+        if mode not in self.MODES:
+            raise ValueError(f"handle mode {mode!r}: one of {self.MODES}")
+        self.window, self.poll, self.timeout, self.mode = window, poll_s, timeout_s, mode
+
+    @property
+    def prepared(self) -> bool:
+        return self.mode == "prepared"
+
+    def make_handles(self, agent, op: str, requests: list) -> list | None:
+        """The handles of `requests` (prepared mode; None otherwise), made outside the clock."""
+        if not self.prepared:
+            return None
+        return [agent.initialize_xfer(op, local, remote, agent.name) for local, remote in requests]
+
+    @staticmethod
+    def release_handles(agent, handles: list | None) -> None:
+        for h in handles or ():
+            agent.release_xfer_handle(h)
+
+    def drive(self, agent, op: str, requests: list, handles: list | None = None) -> tuple[float, list[float]]:
+        """One pass over `requests`: reposts `handles` when given (prepared), else makes and
+        releases one handle per request inside the timed loop (per-transfer)."""
         lat: list[float] = []
         inflight: list = []
+        own = handles is None
 
         def settle(h, ts: float, st: str, pending: list, call: str) -> None:
             if st == "PROC":
                 pending.append((h, ts))
                 return
-            agent.release_xfer_handle(h)
+            if own:
+                agent.release_xfer_handle(h)
             if st != "DONE":  # negative statuses raise typed exceptions; "ERR" is the rest
                 raise RuntimeError(f"{call}() returned {st}")
             lat.append(time.perf_counter() - ts)
@@ -242,10 +351,13 @@ class Harness:
         deadline = t0 + self.timeout
         while nxt < n or inflight:
             while nxt < n and len(inflight) < self.window:
-                local, remote = requests[nxt]
-                nxt += 1
                 ts = time.perf_counter()
-                h = agent.initialize_xfer(op, local, remote, agent.name)
+                if own:
+                    local, remote = requests[nxt]
+                    h = agent.initialize_xfer(op, local, remote, agent.name)
+                else:
+                    h = handles[nxt]
+                nxt += 1
                 settle(h, ts, agent.transfer(h), inflight, "transfer")
             if not inflight:
                 continue
@@ -265,13 +377,25 @@ class Harness:
 # contenders
 
 
+def calm(sim: daoskit.Sim) -> None:
+    """No fault, no delay, no modeled network (rpc_cost too, where daos-sim has it)."""
+    sim.calm()
+    sim.lib.daos_sim_control(b"rpc_cost 0")
+
+
 class Contender:
     name = ""
     kind = ""  # "daos", "posix", "memcpy"
+    net = None  # the modeled network of a DAOS "+net" contender
 
     def open(self, bufs: Buffers) -> None: ...
 
     def close(self) -> None: ...
+
+    # the modeled network, off for set-up (the untimed first write) and on for the timed reps
+    def net_on(self) -> None: ...
+
+    def net_off(self) -> None: ...
 
 
 class NixlContender(Contender):
@@ -326,22 +450,26 @@ class DaosContender(NixlContender):
     kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
     _dev = 1 << 40
 
-    def __init__(self, name: str, params: dict[str, str], sim: daoskit.Sim, net: tuple[float, float] | None):
+    def __init__(self, name: str, params: dict[str, str], sim: daoskit.Sim, net: NetModel | None):
         super().__init__(name, params)
         self.sim, self.net = sim, net
         self.objs = None
 
     def open(self, bufs: Buffers) -> None:
-        self.sim.calm()
-        if self.net:
-            self.sim.control(f"latency {self.net[1]}")
-            self.sim.control(f"bandwidth {self.net[0]}")
+        self.net_off()
         super().open(bufs)
 
     def close(self) -> None:
         super().close()
-        self.sim.calm()
+        self.net_off()
         self.sim.control("reset_data")
+
+    def net_on(self) -> None:
+        for cmd in self.net.controls() if self.net else ():
+            self.sim.control(cmd)
+
+    def net_off(self) -> None:
+        calm(self.sim)
 
     def make_storage(self, w: Workload) -> list[int]:
         devs = list(range(DaosContender._dev, DaosContender._dev + w.keys))
@@ -411,7 +539,7 @@ class MemcpyContender(Contender):
 class Bench:
     def __init__(self, args, sim: daoskit.Sim | None, bufs: Buffers):
         self.a, self.sim, self.bufs = args, sim, bufs
-        self.harness = Harness(args.window, args.poll_ms / 1000.0, args.timeout)
+        self.harness = Harness(args.window, args.poll_ms / 1000.0, args.timeout, args.handles)
         self.rows: list[Row] = []
         self.failures: list[str] = []
 
@@ -419,7 +547,10 @@ class Bench:
         print(f"  {msg}", flush=True)
 
     def reps_done(self, times: list[float]) -> bool:
-        """--reps repetitions, then more while they sum to under --min-time (short workloads)."""
+        """--reps repetitions, then more while they sum to under --min-time (short workloads);
+        fewer (at least one) where they already sum to --max-op-time (the slow +net ones)."""
+        if times and sum(times) >= self.a.max_op_time:
+            return True
         if len(times) < self.a.reps:
             return False
         return sum(times) >= self.a.min_time or len(times) >= self.a.max_reps
@@ -445,39 +576,55 @@ class Bench:
 
     def run_xfer(self, c: NixlContender, w: Workload) -> None:
         devs = c.make_storage(w)
+        h = self.harness
         try:
             reqs = {"write": c.requests(w, self.bufs.src, devs), "read": c.requests(w, self.bufs.dst, devs)}
-            # An untimed first write: it allocates the storage (daos-sim's chunks, tmpfs pages;
-            # in this VM first-touched memory also faults in the host), which a DAOS server has
-            # allocated long before. The timed writes overwrite, as a KV store does.
-            self.harness.drive(c.agent, "WRITE", reqs["write"])
             for op in ("write", "read"):
-                row = Row(c.name, w.name, op, w.nbytes, w.descs)
-                while not self.reps_done(row.times):
-                    if op == "read":
-                        self.bufs.poison(w)
-                    before = c.rpc_counts()
-                    c0 = cpu_now()
-                    dt, lat = self.harness.drive(c.agent, op.upper(), reqs[op])
-                    row.cpu.append(cpu_now() - c0)
-                    row.times.append(dt)
-                    row.lat += lat
-                    if before is not None:
-                        after = c.rpc_counts()
-                        rpc, moved = ("update", "bytes_written") if op == "write" else ("fetch", "bytes_read")
-                        row.rpcs.append(after[rpc] - before[rpc])
-                        if after[moved] - before[moved] != w.nbytes:
-                            row.verified = False
-                            self.failures.append(
-                                f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes, expected {w.nbytes}"
-                            )
-                    if op == "read":
-                        self.check_read(c, w, row)
-                self.rows.append(row)
-                rpcs = f", {row.rpcs[-1]} RPCs" if row.rpcs else ""
-                self.log(f"{c.name:<18} {w.name:<8} {op:<5} {row.gbps:7.2f} GB/s ({len(row.times)} reps{rpcs})")
+                # prepared mode: this op's handles, one per key, made before the clock and
+                # reposted by every repetition (the untimed first write posts them first)
+                handles = h.make_handles(c.agent, op.upper(), reqs[op])
+                try:
+                    if op == "write":
+                        # An untimed first write, without the modeled network: it allocates the
+                        # storage (daos-sim's chunks, tmpfs pages; in this VM first-touched memory
+                        # also faults in the host), which a DAOS server has allocated long before.
+                        # The timed writes overwrite, as a KV store does.
+                        h.drive(c.agent, "WRITE", reqs[op], handles)
+                    c.net_on()
+                    try:
+                        self.rows.append(self.time_xfer(c, w, op, reqs[op], handles))
+                    finally:
+                        c.net_off()
+                finally:
+                    h.release_handles(c.agent, handles)
         finally:
             c.drop_storage()
+
+    def time_xfer(self, c: NixlContender, w: Workload, op: str, reqs: list, handles: list | None) -> Row:
+        row = Row(c.name, w.name, op, w.nbytes, w.descs)
+        while not self.reps_done(row.times):
+            if op == "read":
+                self.bufs.poison(w)
+            before = c.rpc_counts()
+            c0 = cpu_now()
+            dt, lat = self.harness.drive(c.agent, op.upper(), reqs, handles)
+            row.cpu.append(cpu_now() - c0)
+            row.times.append(dt)
+            row.lat += lat
+            if before is not None:
+                after = c.rpc_counts()
+                rpc, moved = ("update", "bytes_written") if op == "write" else ("fetch", "bytes_read")
+                row.rpcs.append(after[rpc] - before[rpc])
+                if after[moved] - before[moved] != w.nbytes:
+                    row.verified = False
+                    self.failures.append(
+                        f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes, expected {w.nbytes}"
+                    )
+            if op == "read":
+                self.check_read(c, w, row)
+        rpcs = f", {row.rpcs[-1]} RPCs" if row.rpcs else ""
+        self.log(f"{c.name:<18} {w.name:<8} {op:<5} {row.gbps:7.2f} GB/s ({len(row.times)} reps{rpcs})")
+        return row
 
     def run_query(self, c: NixlContender, keys: int, thread_counts: list[int]) -> None:
         """queryMem of `keys` names, every other one present, from each thread count."""
@@ -574,7 +721,7 @@ class Bench:
                         self.rows.append(Row(c.name, w.name, "-", 0, 0, note=note))
                         return
                     raise
-            if query and not isinstance(c, MemcpyContender):
+            if query and not isinstance(c, MemcpyContender) and c.net is None:
                 self.run_query(c, self.a.query_keys, self.a.query_threads)
         finally:
             c.close()
@@ -583,9 +730,8 @@ class Bench:
         return [r for r in self.rows if r.contender == name and r.times]
 
 
-def build_contenders(a, sim, shm: Path, cores: int) -> list[Contender]:
+def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None) -> list[Contender]:
     daos_common = {}
-    net = (a.net_gbps, a.net_latency_us)
     if a.num_queues:
         daos_common["num_queues"] = str(a.num_queues)
     table = {
@@ -634,8 +780,19 @@ def parse_args(argv=None):
     ap.add_argument("--query-keys", type=int, default=10_000)
     ap.add_argument("--query-threads", default="1,16", help="comma list of thread counts for queryMem")
     ap.add_argument("--query-batch", type=int, default=16, help="keys per query_memory call")
-    ap.add_argument("--net-gbps", type=float, default=NET_GBPS, help="+net contenders: daos-sim link bandwidth, GB/s")
-    ap.add_argument("--net-latency-us", type=float, default=NET_LATENCY_US, help="+net contenders: daos-sim cost per RPC, us")
+    ap.add_argument("--max-op-time", type=float, default=6.0,
+                    help="stop repeating an op (after at least one rep) once its reps sum to this many seconds")
+    ap.add_argument("--handles", choices=Harness.MODES, default="prepared",
+                    help="prepared: one handle per key made before the clock, reposted each rep (as nixlbench); "
+                         "per-transfer: initialize_xfer/release_xfer_handle around every request, timed")
+    ap.add_argument("--net-gbps", type=float, default=None,
+                    help=f"+net contenders: daos-sim link, GB/s (default: {NET_LINK_SHARE:g} x the measured "
+                         f"one-thread copy rate, at most {NET_LINK_MAX_GBPS:g})")
+    ap.add_argument("--net-rpc-cost-us", type=float, default=None,
+                    help=f"+net contenders: daos-sim rpc_cost, us (default: {NET_RPC_BYTES / 1e6:g} MB / link)")
+    ap.add_argument("--net-latency-us", type=float, default=None,
+                    help="+net contenders: daos-sim latency (overlapped), us (default 0; "
+                         f"{NET_FALLBACK_LATENCY_US:g} where daos-sim has no rpc_cost)")
     ap.add_argument("--glibc-nt-threshold", default="",
                     help="re-run under GLIBC_TUNABLES=glibc.cpu.x86_non_temporal_threshold=<this> (e.g. 0x40000), so "
                          "memmoves above it use non-temporal stores as numpy's multi-GiB copies already do")
@@ -664,38 +821,48 @@ def main(argv=None) -> int:
 
     daoskit.prepare_environment(with_posix=True)
     sim = daoskit.Sim()
-    sim.calm()
+    calm(sim)
     sim.control("reset_data")
     sim.control("reset_stats")
 
     print(f"nixl-daos KV benchmark: {a.cores} cores, scale {a.scale:g}, median of >= {a.reps} reps "
-          f"(short ops repeated to >= {a.min_time:g} s, at most {a.max_reps}), window {a.window} key-requests, "
-          f"poll sleep {a.poll_ms:g} ms")
+          f"(short ops repeated to >= {a.min_time:g} s, at most {a.max_reps}; ops of >= {a.max_op_time:g} s "
+          f"stop there, after at least 1), window {a.window} key-requests, poll sleep {a.poll_ms:g} ms")
+    print(f"  handles: {a.handles}: " + (
+        "one NIXL request handle per key, made (initialize_xfer) before the clock for each contender, workload "
+        "and op, reposted (transfer) by every timed rep, released after (as nixlbench; LMCache reuses prepped "
+        "descriptor lists)" if a.handles == "prepared" else
+        "initialize_xfer and release_xfer_handle around every request, inside the timed region"
+    ) + "; the same harness for every NIXL contender")
     for w in workloads:
         print(f"  {w.describe()}")
     if query:
-        print(f"  query: {a.query_keys} keys, half present, {a.query_batch} keys per call, threads {a.query_threads}")
-    print(f"  modeled network (+net): daos-sim link {a.net_gbps:g} GB/s shared by all RPCs, {a.net_latency_us:g} us per RPC "
-          f"(default: 400 Gb/s as the reference testbed; ~40 us per RPC is what its 34.17 vs 14.40 GB/s implies); "
-          f"daos-sim overlaps the per-RPC latency of RPCs in flight")
-    print("  each contender writes every workload once untimed first (storage allocation), then times "
-          "overwrites and reads; every read is compared in full with the source")
+        print(f"  query: {a.query_keys} keys, half present, {a.query_batch} keys per call, threads {a.query_threads} "
+              f"(not under +net)")
+    print("  each contender writes every workload once untimed first (storage allocation; no modeled network), "
+          "then times overwrites and reads; every read rep is compared in full with the source")
     if a.glibc_nt_threshold:
         print(f"  GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES')}")
     biggest = max([w.nbytes for w in workloads] + [64 * a.query_keys // 2 + 4096])
     t0 = time.perf_counter()
     bufs = Buffers(biggest, a.cores)
     print(f"  buffers: 2 x {biggest / 2**30:.2f} GiB in {time.perf_counter() - t0:.1f} s", flush=True)
+    net = choose_net(a, sim)
+    print(f"  modeled network (+net): daos-sim {', '.join(net.controls())}: {net.why}")
+    print(f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = {NET_RPC_BYTES / 1e6:g} MB of link "
+          f"time; one RPC per key of 40 x 1 MiB vs 40 RPCs: "
+          f"{net.bound_s(40 * MiB, 40) / net.bound_s(40 * MiB, 1):.2f}x by the model; 64 x 4 KiB: "
+          f"{net.bound_s(64 * 4096, 64) / net.bound_s(64 * 4096, 1):.1f}x)", flush=True)
 
     bench = Bench(a, sim, bufs)
     try:
-        for c in build_contenders(a, sim, shm, a.cores):
+        for c in build_contenders(a, sim, shm, a.cores, net):
             bench.run_contender(c, workloads, query)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:
-        sim.calm()
+        calm(sim)
         if shm.exists():
             for p in shm.iterdir():
                 p.unlink()
@@ -705,7 +872,9 @@ def main(argv=None) -> int:
         "when": stamp,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
         "workloads": [w.__dict__ | {"nbytes": w.nbytes} for w in workloads],
-        "net_model": {"bandwidth_gbps": a.net_gbps, "latency_us": a.net_latency_us},
+        "handles": a.handles,
+        "net_model": {"bandwidth_gbps": net.gbps, "rpc_cost_us": net.rpc_cost_us, "latency_us": net.latency_us,
+                      "copy_gbps": net.copy_gbps, "why": net.why},
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "failures": bench.failures,
     }

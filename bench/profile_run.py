@@ -4,7 +4,10 @@ first write run unprofiled, then `perf record` (cpu-clock, call graphs) attaches
 for the timed repetitions of one op only, and the top symbols per thread are printed.
 
     .venv/bin/python bench/profile_run.py --contender daos-fold --workload small --op read \
-        [--scale 1] [--reps 20] [--perf-data /tmp/kv.perf]
+        [--scale 1] [--reps 20] [--handles prepared|per-transfer] [--perf-data /tmp/kv.perf]
+
+A "+net" contender (daos-fold-net, daos-nofold-net) gets kv_bench's modeled network (same
+defaults and --net-* options) for the profiled reps only.
 
 Needs `perf` (linux-perf); in a VM without hardware counters cpu-clock sampling still works.
 """
@@ -35,45 +38,57 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=64)
     ap.add_argument("--poll-ms", type=float, default=1.0)
     ap.add_argument("--num-queues", type=int, default=0)
+    ap.add_argument("--handles", choices=kv_bench.Harness.MODES, default="prepared")
+    ap.add_argument("--net-gbps", default=None)
+    ap.add_argument("--net-rpc-cost-us", default=None)
     ap.add_argument("--freq", type=int, default=1999, help="samples per second per CPU")
     ap.add_argument("--perf-data", type=Path, default=Path("/tmp/kv_profile.perf"))
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
 
+    net_args = [x for k, v in (("--net-gbps", a.net_gbps), ("--net-rpc-cost-us", a.net_rpc_cost_us)) if v for x in (k, v)]
     args = kv_bench.parse_args(["--contenders", a.contender, "--window", str(a.window), "--poll-ms", str(a.poll_ms),
-                                "--num-queues", str(a.num_queues)])
+                                "--num-queues", str(a.num_queues), "--handles", a.handles] + net_args)
     w = kv_bench.make_workloads(a.scale, [a.workload])[0]
     daoskit.prepare_environment(with_posix=True)
     sim = daoskit.Sim()
-    sim.calm()
+    kv_bench.calm(sim)
     shm = args.shm / f"nixl-daos-profile-{os.getpid()}"
-    (c,) = kv_bench.build_contenders(args, sim, shm, args.cores)
     bufs = kv_bench.Buffers(w.nbytes, args.cores)
-    harness = kv_bench.Harness(a.window, a.poll_ms / 1000, 600)
+    net = kv_bench.choose_net(args, sim) if a.contender.endswith("-net") else None
+    if net:
+        print(f"modeled network: {', '.join(net.controls())}: {net.why}")
+    (c,) = kv_bench.build_contenders(args, sim, shm, args.cores, net)
+    harness = kv_bench.Harness(a.window, a.poll_ms / 1000, 600, a.handles)
     c.open(bufs)
     devs = c.make_storage(w)
+    handles = None
     try:
         reqs = {"write": c.requests(w, bufs.src, devs), "read": c.requests(w, bufs.dst, devs)}
         harness.drive(c.agent, "WRITE", reqs["write"])
+        handles = harness.make_handles(c.agent, a.op.upper(), reqs[a.op])
+        c.net_on()
         perf = subprocess.Popen(["perf", "record", "-q", "-F", str(a.freq), "-e", "cpu-clock", "-g",
                                  "-p", str(os.getpid()), "-o", str(a.perf_data)])
         time.sleep(1.0)  # perf attaches
         c0, t0 = kv_bench.cpu_now(), time.perf_counter()
         for _ in range(a.reps):
-            harness.drive(c.agent, a.op.upper(), reqs[a.op])
+            harness.drive(c.agent, a.op.upper(), reqs[a.op], handles)
         dt, cpu = time.perf_counter() - t0, kv_bench.cpu_now() - c0
+        c.net_off()
         perf.send_signal(signal.SIGINT)
         perf.wait()
         if a.op == "read" and bufs.first_mismatch(w.nbytes) is not None:
             print("read-back differs from the source", file=sys.stderr)
             return 1
     finally:
+        harness.release_handles(c.agent, handles)
         c.drop_storage()
         c.close()
         if shm.exists():
             shm.rmdir()
     moved = w.nbytes * a.reps
-    print(f"{c.name} {w.describe()} {a.op} x{a.reps}: {moved / dt / 1e9:.2f} GB/s, "
+    print(f"{c.name} {w.describe()} {a.op} x{a.reps}, handles {a.handles}: {moved / dt / 1e9:.2f} GB/s, "
           f"{cpu / dt:.2f} cores busy, {cpu / (moved / 1e9):.3f} CPU s/GB")
     for sort in ("comm", "comm,dso,sym"):
         print(f"\n-- perf report --sort {sort} (self time, % of all samples)")

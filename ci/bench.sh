@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The KV-offload benchmark (bench/kv_bench.py): the DAOS plugin through the real NIXL 1.5.1 agent
 # on the embedded daos-sim, with and without folding, with no modeled cost and with a modeled
-# 400 Gb/s network, against NIXL's POSIX backend on /dev/shm and an in-process memcpy. Prints the
-# table, the ratios and a PASS/MISS line per target; results go to results/<timestamp>/.
+# network (a link at half this machine's copy rate with the reference testbed's per-RPC cost in
+# bytes; see the comment above NetModel in bench/kv_bench.py), against NIXL's POSIX backend on
+# /dev/shm and an in-process memcpy, all through one harness (request handles prepared once and
+# reposted each rep; --handles per-transfer for the old way). Prints the table, the ratios and a
+# PASS/MISS line per target; results go to results/<timestamp>/. About 4 minutes on 2 cores.
 # Same set-up as ci/test.sh. Extra arguments go to kv_bench.py, e.g.
 #   ci/bench.sh --scale 0.1                      # a quick run
 #   ci/bench.sh --workloads ref --contenders daos,memcpy

@@ -11,7 +11,8 @@ extern "C" {
 
 /*
  * Commands: "hang", "resume", "fail <der> <n>", "latency <us>", "bandwidth <gbps>",
- * "reset_stats", "reset_data". Returns 0, or -DER_INVAL for an unknown or malformed command.
+ * "rpc_cost <us>", "reset_stats", "reset_data". Returns 0, or -DER_INVAL for an unknown or
+ * malformed command.
  */
 int daos_sim_control(const char *cmd);
 

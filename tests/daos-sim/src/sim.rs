@@ -1,5 +1,6 @@
-//! Process-wide simulator state: configuration from the environment, the latency/bandwidth
-//! model, fault injection (hang, fail), counters, and `daos_sim_control` / `daos_sim_stats`.
+//! Process-wide simulator state: configuration from the environment, the network model
+//! (latency, bandwidth, per-RPC cost), fault injection (hang, fail), counters, and
+//! `daos_sim_control` / `daos_sim_stats`.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString};
@@ -40,6 +41,9 @@ pub fn global() -> &'static Global {
         }
         if let Some(bw) = env_f64("DAOS_SIM_BANDWIDTH_GBPS") {
             set_bandwidth_gbps(bw);
+        }
+        if let Some(us) = env_f64("DAOS_SIM_RPC_COST_US") {
+            set_rpc_cost_us(us);
         }
         tracing::info!(pools = %spec, rf, "daos-sim initialised");
         Global { store }
@@ -133,11 +137,13 @@ impl Stats {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Latency / bandwidth model
+// Latency / bandwidth / per-RPC cost model
 
 static LATENCY_NS: AtomicU64 = AtomicU64::new(0);
 /// Bandwidth in bytes per nanosecond (= GB/s) as f64 bits; 0 = unlimited.
 static BANDWIDTH: AtomicU64 = AtomicU64::new(0);
+/// Serialized service time of each object RPC on the shared link (a server's per-RPC work).
+static RPC_COST_NS: AtomicU64 = AtomicU64::new(0);
 /// When the shared link is next free.
 static LINK_FREE: Mutex<Option<Instant>> = Mutex::new(None);
 
@@ -147,30 +153,46 @@ pub fn set_latency_us(us: f64) {
 
 pub fn set_bandwidth_gbps(gbps: f64) {
     BANDWIDTH.store(if gbps > 0.0 { gbps.to_bits() } else { 0 }, Relaxed);
-    if gbps <= 0.0 {
+    forget_link_if_unused();
+}
+
+pub fn set_rpc_cost_us(us: f64) {
+    RPC_COST_NS.store((us * 1000.0) as u64, Relaxed);
+    forget_link_if_unused();
+}
+
+/// With neither bandwidth nor rpc_cost the link is not modelled: drop its busy time, so that
+/// turning either on later does not start behind a stale queue.
+fn forget_link_if_unused() {
+    if BANDWIDTH.load(Relaxed) == 0 && RPC_COST_NS.load(Relaxed) == 0 {
         *LINK_FREE.lock() = None;
     }
 }
 
 /// When an object RPC moving `bytes` that is sent now may complete; `None` = at once (the
 /// model is off, and then no clock is read).
+///
+/// The RPC holds the one shared link for `rpc_cost + bytes / bandwidth`, after the RPCs sent
+/// before it: `ready_at = max(now, link_free_at) + rpc_cost + bytes / bandwidth`, and
+/// `link_free_at` becomes that. Then `latency` is added, which RPCs in flight overlap.
 pub fn ready_at(bytes: u64) -> Option<Instant> {
     let lat = LATENCY_NS.load(Relaxed);
     let bw = BANDWIDTH.load(Relaxed);
-    if lat == 0 && bw == 0 {
+    let cost = RPC_COST_NS.load(Relaxed);
+    if lat == 0 && bw == 0 && cost == 0 {
         return None;
     }
     let now = Instant::now();
     let mut t = now;
-    if bw != 0 {
-        let bytes_per_ns = f64::from_bits(bw);
-        let xfer = Duration::from_nanos((bytes as f64 / bytes_per_ns) as u64);
+    if bw != 0 || cost != 0 {
+        let xfer = if bw != 0 { (bytes as f64 / f64::from_bits(bw)) as u64 } else { 0 };
+        let busy = Duration::from_nanos(cost.saturating_add(xfer));
         let mut link = LINK_FREE.lock();
         let start = match *link {
             Some(f) if f > now => f,
             _ => now,
         };
-        t = start + xfer;
+        t = start + busy;
         *link = Some(t);
     }
     Some(t + Duration::from_nanos(lat))
@@ -268,6 +290,13 @@ pub fn control(cmd: &str) -> c_int {
         ["bandwidth", g] => match g.parse::<f64>() {
             Ok(x) if x.is_finite() && x >= 0.0 => {
                 set_bandwidth_gbps(x);
+                true
+            }
+            _ => false,
+        },
+        ["rpc_cost", us] => match us.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => {
+                set_rpc_cost_us(x);
                 true
             }
             _ => false,

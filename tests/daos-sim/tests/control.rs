@@ -1,4 +1,4 @@
-//! Process-wide controls (hang, fail, latency, bandwidth, counters, reset_data), init
+//! Process-wide controls (hang, fail, latency, bandwidth, rpc_cost, counters, reset_data), init
 //! refcounting and DAOS_SIM_POOLS. These change global state, so every test here holds one
 //! lock; this binary is its own process, apart from tests/api.rs.
 
@@ -22,6 +22,7 @@ fn lock() -> MutexGuard<'static, ()> {
     assert_eq!(control("resume"), 0);
     assert_eq!(control("latency 0"), 0);
     assert_eq!(control("bandwidth 0"), 0);
+    assert_eq!(control("rpc_cost 0"), 0);
     assert_eq!(control("fail 1011 0"), 0);
     g
 }
@@ -74,12 +75,13 @@ fn pools_from_environment() {
 #[test]
 fn control_commands_parse() {
     let _g = lock();
-    for ok in ["hang", "resume", "fail 1011 1", "fail -2001 0", "fail DER_NOREPLY 0", "latency 0", "latency 12.5", "bandwidth 0", "bandwidth 2.5", "reset_stats", "  resume  "] {
+    for ok in ["hang", "resume", "fail 1011 1", "fail -2001 0", "fail DER_NOREPLY 0", "latency 0", "latency 12.5", "bandwidth 0", "bandwidth 2.5", "rpc_cost 0", "rpc_cost 12.5", "reset_stats", "  resume  "] {
         assert_eq!(control(ok), 0, "{ok}");
     }
     assert_eq!(control("latency 0"), 0);
     assert_eq!(control("bandwidth 0"), 0);
-    for bad in ["", "hang now", "fail", "fail 1011", "fail x 1", "fail 1011 -1", "latency", "latency -1", "latency abc", "bandwidth nan", "explode"] {
+    assert_eq!(control("rpc_cost 0"), 0);
+    for bad in ["", "hang now", "fail", "fail 1011", "fail x 1", "fail 1011 -1", "latency", "latency -1", "latency abc", "bandwidth nan", "rpc_cost", "rpc_cost -1", "rpc_cost inf", "rpc_cost 1 2", "explode"] {
         assert_eq!(control(bad), -DER_INVAL, "{bad:?}");
     }
     assert_eq!(unsafe { daos_sim_control(null()) }, -DER_INVAL);
@@ -245,6 +247,93 @@ fn bandwidth_model_shares_one_link() {
     let first = first.unwrap();
     assert!(first >= Duration::from_micros(4100), "first {first:?}");
     assert!(total >= Duration::from_micros(16700), "total {total:?}");
+    unsafe {
+        for e in &mut evs {
+            assert_eq!(daos_event_fini(&mut **e), 0);
+        }
+        assert_eq!(daos_eq_destroy(eqh, 0), 0);
+    }
+    c.close(&[oh]);
+}
+
+/// Submits `n` updates of `len` bytes at once on one EQ and polls them all; returns each
+/// completion's time since just before the first submission, in completion order.
+fn burst(oh: daos_handle_t, n: usize, len: usize) -> Vec<Duration> {
+    let eqh = eq_create();
+    let data = vec![5u8; len];
+    let mut evs: Vec<Box<daos_event_t>> = (0..n).map(|_| event(eqh)).collect();
+    let mut dk = key(b"d");
+    let mut rxs: Vec<[daos_recx_t; 1]> = (0..n).map(|i| [recx((i * len) as u64, len as u64)]).collect();
+    let mut iods: Vec<daos_iod_t> = rxs.iter_mut().map(|r| array_iod(b"a", 1, r)).collect();
+    let mut iovs: Vec<[d_iov_t; 1]> = (0..n).map(|_| [d_iov_t::from_slice(&data)]).collect();
+    let mut sgls: Vec<d_sg_list_t> = iovs.iter_mut().map(|i| sgl(i)).collect();
+    let t = Instant::now();
+    for i in 0..n {
+        update_async(oh, &mut dk, &mut iods[i], &mut sgls[i], &mut evs[i]);
+    }
+    let mut done = Vec::new();
+    while done.len() < n {
+        let ev = poll1(eqh, -1);
+        assert!(!ev.is_null());
+        assert_eq!(unsafe { (*ev).ev_error }, 0);
+        done.push(t.elapsed());
+    }
+    unsafe {
+        for e in &mut evs {
+            assert_eq!(daos_event_fini(&mut **e), 0);
+        }
+        assert_eq!(daos_eq_destroy(eqh, 0), 0);
+    }
+    done
+}
+
+#[test]
+fn rpc_cost_serializes_rpcs() {
+    let _g = lock();
+    let c = setup("ctl-rpc-cost");
+    let oh = c.obj(1);
+    let ms = Duration::from_millis;
+    // 5 RPCs sent at once, 2 ms of service each: one after another on the link.
+    assert_eq!(control("rpc_cost 2000"), 0);
+    let done = burst(oh, 5, 8);
+    for (k, d) in done.iter().enumerate() {
+        assert!(*d >= ms(2 * (k as u64 + 1)), "completion {k} after {d:?}: {done:?}");
+    }
+    assert!(done[4] >= ms(10), "{done:?}");
+    // With bandwidth: each holds the link for rpc_cost + bytes / bandwidth (1 ms + 1 ms).
+    assert_eq!(control("rpc_cost 1000"), 0);
+    assert_eq!(control("bandwidth 1"), 0);
+    let done = burst(oh, 3, 1_000_000);
+    assert!(done[2] >= ms(6), "{done:?}");
+    assert_eq!(control("bandwidth 0"), 0);
+    // Blocking calls pay it too; validation errors do not.
+    assert_eq!(control("rpc_cost 20000"), 0);
+    let t = Instant::now();
+    assert_eq!(put(oh, b"d", b"a", 0, b"q"), 0);
+    assert!(t.elapsed() >= ms(20));
+    let t = Instant::now();
+    assert_eq!(put(oh, b"", b"a", 0, b"q"), -DER_INVAL);
+    assert!(t.elapsed() < ms(20));
+    assert_eq!(control("rpc_cost 0"), 0);
+    // Latency alone overlaps: 5 RPCs sent at once are all ready 2 ms later.
+    assert_eq!(control("latency 2000"), 0);
+    let done = burst(oh, 5, 8);
+    assert!(done[0] >= ms(2), "{done:?}");
+    let eqh = eq_create();
+    let data = [1u8; 8];
+    let mut evs: Vec<Box<daos_event_t>> = (0..5).map(|_| event(eqh)).collect();
+    let mut dk = key(b"d");
+    let mut rx = [recx(0, 8)];
+    let mut iod = array_iod(b"a", 1, &mut rx);
+    let mut iov = [d_iov_t::from_slice(&data)];
+    let mut sg = sgl(&mut iov);
+    for ev in &mut evs {
+        update_async(oh, &mut dk, &mut iod, &mut sg, ev);
+    }
+    std::thread::sleep(ms(3));
+    let mut out = [null_mut::<daos_event_t>(); 5];
+    assert_eq!(unsafe { daos_eq_poll(eqh, 0, 0, 5, out.as_mut_ptr()) }, 5, "all 5 ready together");
+    assert_eq!(control("latency 0"), 0);
     unsafe {
         for e in &mut evs {
             assert_eq!(daos_event_fini(&mut **e), 0);

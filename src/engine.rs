@@ -9,7 +9,8 @@ use crate::daos::io::IoKind;
 use crate::daos::{Container, InitGuard, Library, Object, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
-use crate::lanes::{self, Attempt, Lanes, Op};
+use crate::attempt::Attempt;
+use crate::lanes::{self, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
@@ -74,14 +75,20 @@ impl Request {
     }
 }
 
-pub struct Engine {
-    pub cfg: Config,
-    // Field order is teardown order: lanes stop before the object, container and pool close.
-    lanes: Lanes,
+/// The DAOS handles of an engine; field order is close order.
+struct Handles {
     obj: Arc<Object>,
     _cont: Container,
     _pool: Pool,
     _init: InitGuard,
+}
+
+pub struct Engine {
+    pub cfg: Config,
+    lanes: Lanes,
+    /// Closed after the lanes stop; left open when operations were left inside DAOS, since
+    /// closing the container or pool talks to the (presumably dead) server.
+    handles: Option<Handles>,
     lib: &'static Library,
 }
 
@@ -120,7 +127,8 @@ impl Engine {
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,
             queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, "DAOS backend ready"
         );
-        Ok(Engine { cfg, lanes, obj, _cont: cont, _pool: pool, _init: init, lib })
+        let handles = Some(Handles { obj, _cont: cont, _pool: pool, _init: init });
+        Ok(Engine { cfg, lanes, handles, lib })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -171,13 +179,13 @@ impl Engine {
 
     pub fn post(&self, req: &Request) -> Result<Status> {
         let mut current = req.current.lock().unwrap();
-        if let Some(a) = current.as_ref() {
-            if a.remaining() > 0 && !a.reported.load(std::sync::atomic::Ordering::Acquire) {
+        if let Some(previous) = current.as_ref() {
+            if previous.busy() {
                 return Err(Error::RepostActive);
             }
+            previous.cancel();
         }
-        let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        let attempt = Arc::new(Attempt::new(req.folds.len(), deadline));
+        let attempt = Arc::new(Attempt::new(req.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
         *current = Some(attempt.clone());
         drop(current);
         if req.folds.is_empty() {
@@ -199,40 +207,21 @@ impl Engine {
             Some(a) => a.clone(),
             None => return Ok(Status::NotPosted),
         };
-        let remaining = attempt.remaining();
-        if remaining == 0 || attempt.failed() {
-            if let Some(e) = attempt.take_error() {
-                attempt.reported.store(true, std::sync::atomic::Ordering::Release);
-                tracing::error!("DAOS transfer failed: {e}");
-                return Err(e);
-            }
-            if attempt.failed() {
-                return Ok(Status::Backend);
-            }
-            if remaining == 0 {
-                return Ok(Status::Success);
-            }
-        }
-        if Instant::now() >= attempt.deadline {
-            if !attempt.reported.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                let e = Error::Timeout {
-                    what: format!("{remaining} of {} DAOS RPC(s) of this request", req.folds.len()),
-                    ms: self.cfg.timeout_ms,
-                };
-                tracing::error!("DAOS transfer failed: {e}; the engine keeps their buffers until DAOS completes them");
-                return Err(e);
-            }
-            return Ok(Status::Backend);
-        }
-        Ok(Status::InProgress)
+        attempt.status().inspect_err(|e| match e {
+            Error::Timeout { .. } => tracing::error!(
+                "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
+            ),
+            e => tracing::error!("DAOS transfer failed: {e}"),
+        })
     }
 
     #[allow(clippy::boxed_local)] // takes back the ownership handed to NIXL
     pub fn release(&self, req: Box<Request>) {
         if let Some(a) = req.current.lock().unwrap().as_ref() {
+            a.cancel();
             let n = a.remaining();
             if n > 0 {
-                tracing::debug!("request released with {n} DAOS RPC(s) in flight; DAOS cannot abort them, they finish on their own");
+                tracing::debug!("request released with {n} DAOS RPC(s) pending; queued ones are dropped, launched ones finish on their own");
             }
         }
     }
@@ -240,7 +229,7 @@ impl Engine {
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, &self.obj, keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
+        lanes::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
             Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
             e => e,
         })
@@ -256,13 +245,18 @@ impl Engine {
     }
 
     pub fn object(&self) -> &Object {
-        &self.obj
+        &self.handles.as_ref().expect("handles live as long as the engine").obj
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.lanes.shutdown();
-        tracing::debug!(pool = %self.cfg.pool, container = %self.cfg.container, "DAOS backend closed");
+        if self.lanes.shutdown() > 0 {
+            std::mem::forget(self.handles.take());
+            tracing::warn!(pool = %self.cfg.pool, container = %self.cfg.container, "DAOS backend closed without closing its DAOS handles");
+        } else {
+            drop(self.handles.take());
+            tracing::debug!(pool = %self.cfg.pool, container = %self.cfg.container, "DAOS backend closed");
+        }
     }
 }

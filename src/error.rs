@@ -14,6 +14,22 @@ pub enum Status {
     NotSupported = -9,
 }
 
+impl Status {
+    /// The status for a value this crate produced (`Status as i32`).
+    pub fn from_raw(v: i32) -> Status {
+        match v {
+            1 => Status::InProgress,
+            0 => Status::Success,
+            -1 => Status::NotPosted,
+            -2 => Status::InvalidParam,
+            -4 => Status::NotFound,
+            -7 => Status::RepostActive,
+            -9 => Status::NotSupported,
+            _ => Status::Backend,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{call} failed: {name} ({rc})")]

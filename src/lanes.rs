@@ -12,8 +12,11 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+pub use crate::attempt::Attempt;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::daos::io::{Extent, IoDesc, IoKind};
@@ -25,50 +28,8 @@ use crate::key::ObjectKey;
 const POLL_US: i64 = 20_000;
 /// Events reaped per poll.
 const REAP_BATCH: usize = 64;
-
-/// One posting of a transfer request: its folds in flight, first error, deadline.
-pub struct Attempt {
-    remaining: AtomicUsize,
-    failed: AtomicBool,
-    error: Mutex<Option<Error>>,
-    pub deadline: Instant,
-    pub reported: AtomicBool,
-}
-
-impl Attempt {
-    pub fn new(ops: usize, deadline: Instant) -> Attempt {
-        Attempt {
-            remaining: AtomicUsize::new(ops),
-            failed: AtomicBool::new(false),
-            error: Mutex::new(None),
-            deadline,
-            reported: AtomicBool::new(false),
-        }
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.remaining.load(Ordering::Acquire)
-    }
-
-    pub fn failed(&self) -> bool {
-        self.failed.load(Ordering::Acquire)
-    }
-
-    /// The first error, taken (reported once).
-    pub fn take_error(&self) -> Option<Error> {
-        self.error.lock().unwrap().take()
-    }
-
-    fn complete(&self, result: Result<(), Error>) {
-        if let Err(e) = result {
-            let mut slot = self.error.lock().unwrap();
-            if !self.failed.swap(true, Ordering::AcqRel) {
-                *slot = Some(e);
-            }
-        }
-        self.remaining.fetch_sub(1, Ordering::AcqRel);
-    }
-}
+/// Longest single `daos_event_test` wait of a size query.
+const TEST_SLICE: Duration = Duration::from_millis(1);
 
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
@@ -137,6 +98,18 @@ impl Op {
             a.complete(Err(e));
         }
     }
+
+    /// Whether this op, not yet handed to DAOS, should still be.
+    fn wanted(&self) -> bool {
+        self.attempt.as_ref().is_none_or(|a| a.wants_launch())
+    }
+
+    /// Completes an op dropped before it reached DAOS.
+    fn skip(self: Box<Op>) {
+        if let Some(a) = &self.attempt {
+            a.skip();
+        }
+    }
 }
 
 /// Sizes of `keys` (None: absent), queried from the calling thread: up to `window` queries in
@@ -154,12 +127,12 @@ pub fn query_sizes(lib: &'static Library, obj: &Object, keys: &[ObjectKey], wind
             let raw = Box::into_raw(Op::new(IoKind::Size, &keys[next], &[], None));
             // SAFETY: raw is a live boxed Op; from launch until reaped it belongs to DAOS.
             let rc = unsafe {
-                match lib.init_event_unqueued(&mut (*raw).ev) {
+                match lib.init_event_unqueued(std::ptr::addr_of_mut!((*raw).ev)) {
                     Err(e) => {
                         drop(Box::from_raw(raw));
                         return Err(e);
                     }
-                    Ok(()) => obj.launch(&mut (*raw).io, &mut (*raw).ev),
+                    Ok(()) => obj.launch(std::ptr::addr_of_mut!((*raw).io), std::ptr::addr_of_mut!((*raw).ev)),
                 }
             };
             if rc == 0 {
@@ -173,9 +146,11 @@ pub fn query_sizes(lib: &'static Library, obj: &Object, keys: &[ObjectKey], wind
             next += 1;
         }
         let Some(&(index, raw)) = inflight.front() else { continue };
-        let left = deadline.saturating_duration_since(Instant::now());
+        // Short slices: another thread progressing the same DAOS context may complete our
+        // event behind our back, and CaRT would otherwise sleep out a long slice.
+        let left = deadline.saturating_duration_since(Instant::now()).min(TEST_SLICE);
         // SAFETY: raw is launched and not yet reaped.
-        let done = unsafe { lib.event_test(&mut (*raw).ev, left.as_micros().min(i64::MAX as u128) as i64)? };
+        let done = unsafe { lib.event_test(std::ptr::addr_of_mut!((*raw).ev), left.as_micros() as i64)? };
         if done {
             inflight.pop_front();
             // SAFETY: reaped: DAOS is done with it.
@@ -207,11 +182,15 @@ struct Lane {
     max_inflight: usize,
     inflight: AtomicUsize,
     waiting: Mutex<VecDeque<Box<Op>>>,
+    /// Length of `waiting`, readable without its lock: new ops go straight to DAOS only when
+    /// nothing waits, so they never overtake queued ones.
+    waiting_len: AtomicUsize,
     idle: Condvar,
     /// Set by the lane thread while it sleeps on `idle` with nothing in flight; submitters wake
     /// it only then, so a busy lane costs no futex call per operation.
     parked: AtomicBool,
     stop: AtomicBool,
+    /// Ops still inside DAOS when the lane gave up on them at shutdown (left allocated).
     leaked: AtomicU64,
 }
 
@@ -225,20 +204,32 @@ impl Lane {
     fn launch(&self, op: Box<Op>) {
         let raw = Box::into_raw(op);
         // SAFETY: raw is a live, pinned (boxed) Op; from here until reaped it belongs to DAOS.
+        // Pointers into it are derived from `raw` itself, so the reaped event pointer carries
+        // the whole Op's provenance back.
         unsafe {
-            let eq = &self.eq;
-            if let Err(e) = eq.init_event(&mut (*raw).ev) {
-                self.inflight.fetch_sub(1, Ordering::AcqRel);
+            let ev = std::ptr::addr_of_mut!((*raw).ev);
+            if let Err(e) = self.eq.init_event(ev) {
+                self.inflight.fetch_sub(1, Ordering::SeqCst);
                 Box::from_raw(raw).fail(e);
                 return;
             }
-            let rc = self.obj.launch(&mut (*raw).io, &mut (*raw).ev);
+            let rc = self.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev);
             if rc != 0 {
                 // Not launched: the event never entered the queue.
-                eq.fini_event(&mut (*raw).ev);
-                self.inflight.fetch_sub(1, Ordering::AcqRel);
+                self.eq.fini_event(ev);
+                self.inflight.fetch_sub(1, Ordering::SeqCst);
                 Box::from_raw(raw).finish(self.lib, rc);
             }
+        }
+    }
+
+    /// Takes an in-flight slot if one is free.
+    fn reserve(&self) -> bool {
+        if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
+            true
+        } else {
+            self.inflight.fetch_sub(1, Ordering::SeqCst);
+            false
         }
     }
 
@@ -247,11 +238,12 @@ impl Lane {
             op.fail(Error::ShuttingDown);
             return;
         }
-        if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
+        if self.waiting_len.load(Ordering::SeqCst) == 0 && self.reserve() {
             self.launch(op);
         } else {
-            self.inflight.fetch_sub(1, Ordering::SeqCst);
-            self.waiting.lock().unwrap().push_back(op);
+            let mut w = self.waiting.lock().unwrap();
+            w.push_back(op);
+            self.waiting_len.store(w.len(), Ordering::SeqCst);
         }
         // The lane parks only after seeing nothing in flight and nothing waiting (SeqCst on
         // both sides): either it saw our op, or we see it parked and wake it. Taking the lock
@@ -262,68 +254,78 @@ impl Lane {
         }
     }
 
-    /// Launches waiting ops while there is room.
+    /// Launches waiting ops while there is room; drops those whose request no longer wants
+    /// them (failed, released, or past its deadline) without sending them to DAOS.
     fn launch_waiting(&self) {
-        loop {
-            if self.inflight.fetch_add(1, Ordering::AcqRel) >= self.max_inflight {
-                self.inflight.fetch_sub(1, Ordering::AcqRel);
-                return;
-            }
-            let op = self.waiting.lock().unwrap().pop_front();
+        while self.waiting_len.load(Ordering::SeqCst) > 0 && self.reserve() {
+            let op = {
+                let mut w = self.waiting.lock().unwrap();
+                let op = w.pop_front();
+                self.waiting_len.store(w.len(), Ordering::SeqCst);
+                op
+            };
             match op {
-                Some(op) => self.launch(op),
-                None => {
-                    self.inflight.fetch_sub(1, Ordering::AcqRel);
-                    return;
+                Some(op) if op.wanted() => self.launch(op),
+                other => {
+                    self.inflight.fetch_sub(1, Ordering::SeqCst);
+                    if let Some(op) = other {
+                        op.skip();
+                    }
                 }
             }
         }
     }
 
+    fn reap(&self, ev: *mut daos_event_t) {
+        // SAFETY: every event on this queue is the first field of an Op that `launch` leaked
+        // with Box::into_raw; reaping hands it back to us.
+        let mut op = unsafe { Box::from_raw(ev.cast::<Op>()) };
+        let rc = op.ev.ev_error;
+        // SAFETY: reaped, so no longer running.
+        unsafe { self.eq.fini_event(&mut op.ev) };
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
+        op.finish(self.lib, rc);
+    }
+
+    /// Sleeps while there is nothing to do. Returns false when it did not sleep.
+    fn park(&self) -> bool {
+        let g = self.waiting.lock().unwrap();
+        self.parked.store(true, Ordering::SeqCst);
+        let idle = g.is_empty() && self.inflight.load(Ordering::SeqCst) == 0 && !self.stop.load(Ordering::SeqCst);
+        if idle {
+            drop(self.idle.wait_timeout(g, Duration::from_millis(100)).unwrap());
+        }
+        self.parked.store(false, Ordering::SeqCst);
+        idle
+    }
+
     fn run(&self, grace: Duration) {
-        let eq = &self.eq;
         let mut reaped: Vec<*mut daos_event_t> = vec![std::ptr::null_mut(); REAP_BATCH];
         let mut stop_at: Option<Instant> = None;
         loop {
             if self.stop.load(Ordering::Acquire) {
-                for op in self.waiting.lock().unwrap().drain(..) {
+                let drained: Vec<_> = self.waiting.lock().unwrap().drain(..).collect();
+                self.waiting_len.store(0, Ordering::SeqCst);
+                for op in drained {
                     op.fail(Error::ShuttingDown);
                 }
                 let at = *stop_at.get_or_insert_with(|| Instant::now() + grace);
-                if self.inflight.load(Ordering::Acquire) == 0 {
+                let inflight = self.inflight.load(Ordering::SeqCst);
+                if inflight == 0 {
                     break;
                 }
                 if Instant::now() >= at {
-                    let n = self.inflight.load(Ordering::Acquire) as u64;
-                    self.leaked.store(n, Ordering::Release);
+                    self.leaked.store(inflight as u64, Ordering::Release);
                     break;
                 }
             } else if self.inflight.load(Ordering::SeqCst) == 0 {
-                let g = self.waiting.lock().unwrap();
-                self.parked.store(true, Ordering::SeqCst);
-                if g.is_empty() && self.inflight.load(Ordering::SeqCst) == 0 && !self.stop.load(Ordering::SeqCst) {
-                    let g = self.idle.wait_timeout(g, Duration::from_millis(100)).unwrap().0;
-                    self.parked.store(false, Ordering::SeqCst);
-                    drop(g);
+                if self.park() {
                     continue;
                 }
-                self.parked.store(false, Ordering::SeqCst);
-                drop(g);
                 self.launch_waiting();
             }
-            match eq.poll(POLL_US, &mut reaped) {
-                Ok(n) => {
-                    for &ev in &reaped[..n] {
-                        // SAFETY: every event on this queue is the first field of an Op that
-                        // `launch` leaked with Box::into_raw; reaping hands it back to us.
-                        let op = unsafe { Box::from_raw(ev.cast::<Op>()) };
-                        let rc = op.ev.ev_error;
-                        let mut op = op;
-                        unsafe { eq.fini_event(&mut op.ev) };
-                        self.inflight.fetch_sub(1, Ordering::AcqRel);
-                        op.finish(self.lib, rc);
-                    }
-                }
+            match self.eq.poll(POLL_US, &mut reaped) {
+                Ok(n) => reaped[..n].iter().for_each(|&ev| self.reap(ev)),
                 Err(e) => {
                     tracing::error!("DAOS event queue poll failed: {e}");
                     std::thread::sleep(Duration::from_millis(10));
@@ -339,22 +341,23 @@ pub struct Lanes {
     threads: Vec<JoinHandle<()>>,
     next: AtomicUsize,
     grace: Duration,
+    leaked: u64,
 }
 
 impl Lanes {
     pub fn start(lib: &'static Library, obj: Arc<Object>, n: usize, max_inflight: usize, grace: Duration) -> Result<Lanes, Error> {
         let per_lane = max_inflight.div_ceil(n).max(1);
-        let mut lanes = Vec::new();
-        let mut threads = Vec::new();
+        // Built up in place: if a later lane fails to start, dropping `lanes` stops the earlier ones.
+        let mut lanes = Lanes { lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace, leaked: 0 };
         for i in 0..n {
-            let eq = EventQueue::create(lib)?;
             let lane = Arc::new(Lane {
                 lib,
-                eq,
+                eq: EventQueue::create(lib)?,
                 obj: obj.clone(),
                 max_inflight: per_lane,
                 inflight: AtomicUsize::new(0),
                 waiting: Mutex::new(VecDeque::new()),
+                waiting_len: AtomicUsize::new(0),
                 idle: Condvar::new(),
                 parked: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
@@ -363,12 +366,18 @@ impl Lanes {
             let l = lane.clone();
             let t = std::thread::Builder::new()
                 .name(format!("nixl-daos-lane{i}"))
-                .spawn(move || l.run(grace))
+                .spawn(move || {
+                    if catch_unwind(AssertUnwindSafe(|| l.run(grace))).is_err() {
+                        // Whatever it held may still be inside DAOS: treat it as left behind.
+                        tracing::error!("DAOS progress thread nixl-daos-lane{i} panicked");
+                        l.leaked.store(l.inflight.load(Ordering::SeqCst).max(1) as u64, Ordering::Release);
+                    }
+                })
                 .map_err(|e| Error::InvalidArg(format!("cannot start DAOS progress thread: {e}")))?;
-            lanes.push(lane);
-            threads.push(t);
+            lanes.lanes.push(lane);
+            lanes.threads.push(t);
         }
-        Ok(Lanes { lanes, threads, next: AtomicUsize::new(0), grace })
+        Ok(lanes)
     }
 
     pub fn submit(&self, op: Box<Op>) {
@@ -377,12 +386,13 @@ impl Lanes {
     }
 
     pub fn inflight(&self) -> usize {
-        self.lanes.iter().map(|l| l.inflight.load(Ordering::Acquire)).sum()
+        self.lanes.iter().map(|l| l.inflight.load(Ordering::SeqCst)).sum()
     }
 
-    /// Stops every lane: ops still in DAOS get `grace` to complete, then are left behind.
-    /// Returns when every lane thread has exited.
-    pub fn shutdown(&mut self) {
+    /// Stops every lane: ops still in DAOS get `grace` to complete, then are left behind, and
+    /// so is their event queue (destroying a queue with RPCs in flight waits for them in real
+    /// DAOS). Returns, once every lane thread has exited, how many ops were left behind.
+    pub fn shutdown(&mut self) -> u64 {
         for l in &self.lanes {
             l.stop.store(true, Ordering::Release);
             let _g = l.waiting.lock().unwrap();
@@ -391,19 +401,26 @@ impl Lanes {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let mut leaked = 0;
         for l in &self.lanes {
             let n = l.leaked.load(Ordering::Acquire);
-            leaked += n;
-            l.eq.destroy(n > 0);
+            if n > 0 {
+                l.eq.leak();
+            } else {
+                l.eq.destroy();
+            }
+            self.leaked += n;
         }
-        if leaked > 0 {
+        // The lanes' references to the object go with them, so it can be closed next.
+        self.lanes.clear();
+        if self.leaked > 0 {
             tracing::warn!(
-                "DAOS backend shut down with {leaked} operation(s) still inside DAOS after {:?}; \
-                 their memory is left allocated so a late completion cannot touch freed memory",
+                "DAOS backend shut down with {} operation(s) still inside DAOS after {:?}; their memory \
+                 and their event queues are left allocated so a late completion cannot touch freed memory",
+                self.leaked,
                 self.grace
             );
         }
+        self.leaked
     }
 }
 

@@ -7,6 +7,7 @@
 
 #![allow(non_snake_case)] // the crate name is fixed by NIXL: libplugin_DAOS.so
 
+pub mod attempt;
 pub mod config;
 pub mod daos;
 pub mod engine;

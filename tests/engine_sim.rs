@@ -288,3 +288,89 @@ fn unknown_pool_and_missing_library_fail_with_reasons() {
     let err = Engine::create(Config::from_params(&params("sim", "/nonexistent/libdaos.so")).unwrap()).err().unwrap();
     assert!(err.to_string().contains("/nonexistent/libdaos.so") && err.to_string().contains("NIXL_DAOS_LIBDAOS"), "{err}");
 }
+
+/// Polls `req` until it is no longer in progress, returning the outcome and how many DAOS
+/// operations of the engine were still in flight at that moment.
+fn settle(e: &Engine, req: &Request, limit: Duration) -> (Result<Status, Error>, usize) {
+    let start = Instant::now();
+    loop {
+        let r = e.check(req);
+        if !matches!(r, Ok(Status::InProgress)) {
+            return (r, e.inflight());
+        }
+        assert!(start.elapsed() < limit, "still in progress after {limit:?}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+#[test]
+fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
+    let _x = exclusive();
+    let e = engine("eng-siblings", &[("num_queues", "2")]);
+    let present = reg(&e, "sibling-present");
+    let absent = reg(&e, "sibling-absent");
+    let data = pattern(32 << 20, 4);
+    run(&e, &prep(&e, XferOp::Write, &[(&data, 0, &present)]), Duration::from_secs(20)).unwrap();
+    // 1 GB/s on the modeled link: the missing key's fetch (first in line) answers at once, the
+    // 32 MiB fetch some 30 ms later.
+    control("bandwidth 1");
+    let small = vec![0u8; 16];
+    let big = vec![0u8; 32 << 20];
+    let req = prep(&e, XferOp::Read, &[(&small, 0, &absent), (&big, 0, &present)]);
+    e.post(&req).unwrap();
+    let (outcome, inflight) = settle(&e, &req, Duration::from_secs(20));
+    control("bandwidth 0");
+    assert!(matches!(outcome, Err(Error::NoSuchKey { .. })), "{outcome:?}");
+    assert_eq!(inflight, 0, "reported while a sibling fetch could still write the caller's buffer");
+    assert!(big == data, "the sibling completed before the failure was reported");
+    assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
+}
+
+#[test]
+fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
+    let _x = exclusive();
+    let e = engine("eng-stale", &[("num_queues", "1"), ("max_inflight", "1"), ("timeout_ms", "300")]);
+    let k = reg(&e, "stale");
+    let data = vec![0xabu8; 4096];
+    run(&e, &prep(&e, XferOp::Write, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+
+    control("hang");
+    let first = vec![0u8; 4096];
+    let a = prep(&e, XferOp::Read, &[(&first, 0, &k)]);
+    e.post(&a).unwrap(); // takes the only slot
+    let mut second = vec![0u8; 4096];
+    let b = prep(&e, XferOp::Read, &[(&second, 0, &k)]);
+    e.post(&b).unwrap(); // waits behind it
+    let (outcome, _) = settle(&e, &b, Duration::from_secs(5));
+    assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
+    e.release(b);
+    second.fill(0x11); // the caller reuses its buffer
+    control("resume");
+    let (outcome, _) = settle(&e, &a, Duration::from_secs(5));
+    assert!(outcome.is_err(), "the first request passed its deadline too");
+    let start = Instant::now();
+    while e.inflight() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50)); // room for a stale launch to land, if any
+    assert!(second.iter().all(|&b| b == 0x11), "a released request's queued fetch wrote the buffer");
+    assert!(first.iter().all(|&b| b == 0xab), "the launched fetch completed after resume");
+}
+
+#[test]
+fn repost_is_refused_while_the_previous_transfer_runs() {
+    let _x = exclusive();
+    let e = engine("eng-repost", &[]);
+    let k = reg(&e, "repost");
+    let data = pattern(4096, 8);
+    control("latency 100000");
+    let w = prep(&e, XferOp::Write, &[(&data, 0, &k)]);
+    assert_eq!(e.post(&w).unwrap(), Status::InProgress);
+    let again = e.post(&w);
+    control("latency 0");
+    assert!(matches!(again, Err(Error::RepostActive)), "{again:?}");
+    assert_eq!(settle(&e, &w, Duration::from_secs(5)).0.unwrap(), Status::Success);
+    assert_eq!(e.post(&w).unwrap(), Status::InProgress, "a finished request may be reposted");
+    assert_eq!(settle(&e, &w, Duration::from_secs(5)).0.unwrap(), Status::Success);
+}

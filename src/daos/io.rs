@@ -2,6 +2,8 @@
 //! and the matching scatter-gather list. `IoDesc` owns every array DAOS points into; the
 //! pointers are set at launch, once the descriptor sits at its final address.
 
+use std::ptr::addr_of_mut;
+
 use super::{iov, sys, Library, Object};
 use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 
@@ -106,33 +108,29 @@ impl Object {
     /// Launches `io` on `ev`. Returns the DAOS return code of the call itself (errors of the
     /// operation arrive later in `ev.ev_error`).
     ///
+    /// Takes raw pointers, not references: once launched, the operation may complete and be
+    /// freed by the thread that reaps it before this call has even returned.
+    ///
     /// # Safety
     /// `io`, `ev` and the user buffers named by `io`'s extents must stay alive and unmoved
     /// until `ev` has been reaped from its queue.
-    pub unsafe fn launch(&self, io: &mut IoDesc, ev: *mut daos_event_t) -> i32 {
-        io.wire();
+    pub unsafe fn launch(&self, io: *mut IoDesc, ev: *mut daos_event_t) -> i32 {
+        (*io).wire();
         let lib: &Library = self.lib;
         let th = sys::daos_handle_t::default();
-        match io.kind {
-            IoKind::Update => lib.api.daos_obj_update(self.oh, th, 0, &mut io.dkey_iov, 1, &mut io.iod, &mut io.sgl, ev),
-            IoKind::Fetch => lib.api.daos_obj_fetch(
-                self.oh,
-                th,
-                0,
-                &mut io.dkey_iov,
-                1,
-                &mut io.iod,
-                &mut io.sgl,
-                std::ptr::null_mut(),
-                ev,
-            ),
+        let dkey = addr_of_mut!((*io).dkey_iov);
+        let iod = addr_of_mut!((*io).iod);
+        let sgl = addr_of_mut!((*io).sgl);
+        match (*io).kind {
+            IoKind::Update => lib.api.daos_obj_update(self.oh, th, 0, dkey, 1, iod, sgl, ev),
+            IoKind::Fetch => lib.api.daos_obj_fetch(self.oh, th, 0, dkey, 1, iod, sgl, std::ptr::null_mut(), ev),
             IoKind::Size => lib.api.daos_obj_query_key(
                 self.oh,
                 th,
                 sys::DAOS_GET_MAX | sys::DAOS_GET_RECX,
-                &mut io.dkey_iov,
-                &mut io.akey_iov,
-                &mut io.query,
+                dkey,
+                addr_of_mut!((*io).akey_iov),
+                addr_of_mut!((*io).query),
                 ev,
             ),
         }

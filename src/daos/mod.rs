@@ -297,24 +297,29 @@ impl EventQueue {
         self.lib.fini_event(ev)
     }
 
-    /// Destroys the queue once; with `force`, even while events are still in flight (their
-    /// memory must then stay allocated forever: the caller leaks it).
-    pub fn destroy(&self, force: bool) {
+    /// Destroys the queue once it has nothing in flight.
+    pub fn destroy(&self) {
         if self.destroyed.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return;
         }
-        let flags = if force { sys::DAOS_EQ_DESTROY_FORCE } else { 0 };
         // SAFETY: handle from a successful create, destroyed once.
-        let rc = unsafe { self.lib.api.daos_eq_destroy(self.eqh, flags) };
+        let rc = unsafe { self.lib.api.daos_eq_destroy(self.eqh, 0) };
         if rc != 0 {
             tracing::warn!("daos_eq_destroy: {}", self.lib.errstr(rc));
         }
+    }
+
+    /// Gives the queue up without destroying it: events are still inside DAOS, and a forced
+    /// destroy would wait for their RPCs (CaRT flushes the context first), unbounded when the
+    /// server is gone.
+    pub fn leak(&self) {
+        self.destroyed.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
 impl Drop for EventQueue {
     fn drop(&mut self) {
-        self.destroy(true);
+        self.destroy();
     }
 }
 

@@ -14,7 +14,6 @@ pub const DAOS_OO_RW: u32 = 1 << 2;
 pub const DAOS_IOD_ARRAY: u32 = 2;
 pub const DAOS_GET_MAX: u64 = 1 << 0;
 pub const DAOS_GET_RECX: u64 = 1 << 4;
-pub const DAOS_EQ_DESTROY_FORCE: i32 = 1;
 pub const DAOS_OT_MULTI_HASHED: u32 = 0;
 pub const DER_NONEXIST: i32 = 1005;
 pub const DER_BUSY: i32 = 1012;

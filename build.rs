@@ -17,6 +17,8 @@ const DAOS_FUNCTIONS: &[&str] = &[
     "daos_cont_open2",
     "daos_cont_close",
     "daos_cont_create_with_label",
+    "daos_cont_get_attr",
+    "daos_cont_set_attr",
     "daos_obj_generate_oid2",
     "daos_oclass_name2id",
     "daos_obj_open",

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::daos::io::IoKind;
-use crate::daos::{Container, InitGuard, Library, Object, Pool};
+use crate::daos::{Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
 use crate::attempt::Attempt;
@@ -16,6 +16,40 @@ use crate::planner::{self, Fold, Pair};
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
 /// Every engine on the same container uses it, so agents share their keys.
 pub const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73; // "nixldaos"
+
+/// Container attribute recording the id of the object that holds the keys.
+pub const OBJECT_ID_ATTR: &str = "nixl_daos.object_id";
+
+/// The object every engine on this container uses. The id DAOS generates encodes the class
+/// and, when DAOS picks the class, a group count from the pool's size at that moment: engines
+/// started before and after a pool extension would address different objects and miss each
+/// other's keys. So the first engine records the id in a container attribute and every later
+/// one reuses it.
+fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: Option<&str>) -> Result<ObjectId> {
+    let wanted = Object::generate_id(lib, cont, OBJECT_LO, oclass)?;
+    match cont.get_attr(OBJECT_ID_ATTR)? {
+        Some(bytes) => {
+            let recorded = ObjectId::from_bytes(&bytes).ok_or_else(|| {
+                Error::InvalidArg(format!(
+                    "container attribute {OBJECT_ID_ATTR} holds {} bytes, not an object id (16); it was not written by this plugin",
+                    bytes.len()
+                ))
+            })?;
+            if let (true, Some(name)) = (recorded != wanted, oclass_name) {
+                tracing::warn!(
+                    "container {:?} already keeps its keys in object {:#x}.{:#x}, created with another class than oclass={name:?}; \
+                     using it (its class stays), so existing keys remain visible",
+                    cont.label, recorded.hi, recorded.lo
+                );
+            }
+            Ok(recorded)
+        }
+        None => {
+            cont.set_attr(OBJECT_ID_ATTR, &wanted.to_bytes())?;
+            Ok(wanted)
+        }
+    }
+}
 
 /// Longest an engine's teardown waits for operations DAOS still holds.
 const TEARDOWN_GRACE: Duration = Duration::from_millis(1000);
@@ -121,7 +155,7 @@ impl Engine {
                 expected: "an object class DAOS knows, such as SX, RP_2GX, RP_3GX or EC_2P1GX, or empty".into(),
             })?,
         };
-        let obj = Arc::new(Object::open(lib, &cont, OBJECT_LO, oclass)?);
+        let obj = Arc::new(Object::open(lib, &cont, object_id(lib, &cont, oclass, cfg.oclass.as_deref())?)?);
         let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,

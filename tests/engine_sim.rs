@@ -374,3 +374,20 @@ fn repost_is_refused_while_the_previous_transfer_runs() {
     assert_eq!(e.post(&w).unwrap(), Status::InProgress, "a finished request may be reposted");
     assert_eq!(settle(&e, &w, Duration::from_secs(5)).0.unwrap(), Status::Success);
 }
+
+#[test]
+fn engines_on_a_container_share_the_recorded_object_whatever_their_class() {
+    let _x = exclusive();
+    // The first engine records its object's id; a later one asking for another class (as after
+    // a pool extension changes what DAOS would generate) still finds the first one's keys.
+    let first = engine("eng-oid", &[("oclass", "SX")]);
+    let k = reg(&first, "shared-oid");
+    let data = pattern(4096, 6);
+    run(&first, &prep(&first, XferOp::Write, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+    drop(first);
+    let second = engine("eng-oid", &[("oclass", "S1")]);
+    let k = reg(&second, "shared-oid");
+    let back = vec![0u8; 4096];
+    run(&second, &prep(&second, XferOp::Read, &[(&back, 0, &k)]), Duration::from_secs(10)).unwrap();
+    assert_eq!(back, data);
+}

@@ -206,6 +206,44 @@ impl Container {
     }
 }
 
+impl Container {
+    /// The value of a user attribute, None when it does not exist.
+    pub fn get_attr(&self, name: &str) -> Result<Option<Vec<u8>>, Error> {
+        let n = cstring("attribute", name)?;
+        let names = [n.as_ptr()];
+        let mut size = 0usize;
+        // SAFETY: one name; NULL buffers ask for the size only; synchronous.
+        let rc = unsafe {
+            self.lib.api.daos_cont_get_attr(self.coh, 1, names.as_ptr(), std::ptr::null(), &mut size, std::ptr::null_mut())
+        };
+        if rc == -sys::DER_NONEXIST {
+            return Ok(None);
+        }
+        self.lib.check("daos_cont_get_attr", rc)?;
+        let mut value = vec![0u8; size];
+        let bufs = [value.as_mut_ptr().cast::<std::ffi::c_void>()];
+        // SAFETY: one buffer of `size` bytes; synchronous.
+        let rc = unsafe {
+            self.lib.api.daos_cont_get_attr(self.coh, 1, names.as_ptr(), bufs.as_ptr(), &mut size, std::ptr::null_mut())
+        };
+        self.lib.check("daos_cont_get_attr", rc)?;
+        value.truncate(size);
+        Ok(Some(value))
+    }
+
+    pub fn set_attr(&self, name: &str, value: &[u8]) -> Result<(), Error> {
+        let n = cstring("attribute", name)?;
+        let names = [n.as_ptr()];
+        let values = [value.as_ptr().cast::<std::ffi::c_void>()];
+        let sizes = [value.len()];
+        // SAFETY: one name, value and size; synchronous.
+        let rc = unsafe {
+            self.lib.api.daos_cont_set_attr(self.coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), std::ptr::null_mut())
+        };
+        self.lib.check("daos_cont_set_attr", rc)
+    }
+}
+
 impl Drop for Container {
     fn drop(&mut self) {
         // SAFETY: handle from a successful open; objects were closed first.
@@ -227,20 +265,46 @@ unsafe impl Send for Object {}
 unsafe impl Sync for Object {}
 
 impl Object {
-    /// Opens the object `lo` of the container; its class is `oclass` (0: DAOS chooses from the
-    /// container's redundancy factor).
-    pub fn open(lib: &'static Library, cont: &Container, lo: u64, oclass: u32) -> Result<Object, Error> {
+    /// The id DAOS gives object `lo` of class `oclass` (0: chosen from the container's
+    /// redundancy factor and the pool's size). Local: no RPC.
+    pub fn generate_id(lib: &'static Library, cont: &Container, lo: u64, oclass: u32) -> Result<ObjectId, Error> {
         let mut oid = sys::daos_obj_id_t { lo, hi: 0 };
         // SAFETY: valid container handle and out pointer.
         let rc = unsafe {
             lib.api.daos_obj_generate_oid2(cont.coh, &mut oid, sys::DAOS_OT_MULTI_HASHED as _, oclass, 0, 0)
         };
         lib.check("daos_obj_generate_oid", rc)?;
+        Ok(ObjectId { lo: oid.lo, hi: oid.hi })
+    }
+
+    pub fn open(lib: &'static Library, cont: &Container, id: ObjectId) -> Result<Object, Error> {
         let mut oh = daos_handle_t::default();
-        // SAFETY: as above; synchronous (local) call.
+        let oid = sys::daos_obj_id_t { lo: id.lo, hi: id.hi };
+        // SAFETY: valid container handle and out pointer; synchronous (local) call.
         let rc = unsafe { lib.api.daos_obj_open(cont.coh, oid, sys::DAOS_OO_RW, &mut oh, std::ptr::null_mut()) };
         lib.check("daos_obj_open", rc)?;
         Ok(Object { lib, oh })
+    }
+}
+
+/// A DAOS object id (`daos_obj_id_t`), stored as 16 little-endian bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectId {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl ObjectId {
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.lo.to_le_bytes());
+        b[8..].copy_from_slice(&self.hi.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {
+        let b: &[u8; 16] = b.try_into().ok()?;
+        Some(ObjectId { lo: u64::from_le_bytes(b[..8].try_into().unwrap()), hi: u64::from_le_bytes(b[8..].try_into().unwrap()) })
     }
 }
 

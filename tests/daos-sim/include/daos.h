@@ -202,6 +202,13 @@ int daos_cont_close(daos_handle_t coh, daos_event_t *ev);
 int daos_cont_create_with_label(daos_handle_t poh, const char *label, daos_prop_t *cont_prop,
 				uuid_t *uuid, daos_event_t *ev);
 
+/* User-defined container attributes. get_attr: sizes[] in = buffer sizes, out = value sizes;
+ * an attribute that does not exist gives -DER_NONEXIST. */
+int daos_cont_set_attr(daos_handle_t coh, int n, char const *const names[],
+		       void const *const values[], size_t const sizes[], daos_event_t *ev);
+int daos_cont_get_attr(daos_handle_t coh, int n, char const *const names[],
+		       void *const buffers[], size_t sizes[], daos_event_t *ev);
+
 int daos_obj_generate_oid2(daos_handle_t coh, daos_obj_id_t *oid, enum daos_otype_t type,
 			   daos_oclass_id_t cid, daos_oclass_hints_t hints, uint32_t args);
 int daos_oclass_name2id(const char *name);

@@ -292,6 +292,87 @@ pub unsafe extern "C" fn daos_cont_create_with_label(
     submit(ev, Task::new(false, None, work))
 }
 
+/// Validates the (names, sizes) arrays of an attribute call: n > 0, no NULL array, every name
+/// a non-empty string.
+unsafe fn attr_names(n: c_int, names: *const *const c_char, sizes: *const usize) -> Option<Vec<String>> {
+    if n <= 0 || names.is_null() || sizes.is_null() {
+        return None;
+    }
+    (0..n as usize).map(|i| cstr(*names.add(i)).filter(|s| !s.is_empty()).map(str::to_string)).collect()
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_cont_set_attr(
+    coh: daos_handle_t,
+    n: c_int,
+    names: *const *const c_char,
+    values: *const *const std::ffi::c_void,
+    sizes: *const usize,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
+    let Some(keys) = attr_names(n, names, sizes) else { return finish(ev, -DER_INVAL) };
+    if values.is_null() {
+        return finish(ev, -DER_INVAL);
+    }
+    let mut vals = Vec::with_capacity(keys.len());
+    for i in 0..keys.len() {
+        let (v, len) = (*values.add(i), *sizes.add(i));
+        if v.is_null() || len == 0 {
+            return finish(ev, -DER_INVAL);
+        }
+        vals.push(std::slice::from_raw_parts(v.cast::<u8>(), len).to_vec());
+    }
+    if !c.writable {
+        return finish(ev, -DER_NO_PERM);
+    }
+    let work: Work = Box::new(move || {
+        let mut attrs = c.cont.attrs.lock();
+        for (k, v) in keys.into_iter().zip(vals) {
+            attrs.insert(k, v);
+        }
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_cont_get_attr(
+    coh: daos_handle_t,
+    n: c_int,
+    names: *const *const c_char,
+    buffers: *const *mut std::ffi::c_void,
+    sizes: *mut usize,
+    ev: *mut daos_event_t,
+) -> c_int {
+    let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
+    let Some(keys) = attr_names(n, names, sizes) else { return finish(ev, -DER_INVAL) };
+    let out = Raw((buffers, sizes));
+    let work: Work = Box::new(move || {
+        let out = out;
+        let (buffers, sizes) = out.0;
+        let attrs = c.cont.attrs.lock();
+        for (i, k) in keys.iter().enumerate() {
+            let Some(v) = attrs.get(k) else { return -DER_NONEXIST };
+            unsafe {
+                // NULL buffers ask for sizes only; longer values are truncated to the buffer.
+                let buf = if buffers.is_null() { std::ptr::null_mut() } else { *buffers.add(i) };
+                if !buf.is_null() {
+                    let n = v.len().min(*sizes.add(i));
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), buf.cast::<u8>(), n);
+                }
+                *sizes.add(i) = v.len();
+            }
+        }
+        0
+    });
+    submit(ev, Task::new(false, None, work))
+}
+
 fn default_rf() -> u32 {
     std::env::var("DAOS_SIM_RF").ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0).min(2)
 }

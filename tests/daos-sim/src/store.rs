@@ -312,6 +312,8 @@ pub struct ContData {
     /// to open.
     pub rf: u32,
     objects: RwLock<HashMap<(u64, u64), Arc<ObjData>>>,
+    /// User-defined attributes (daos_cont_set_attr / daos_cont_get_attr).
+    pub attrs: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl ContData {
@@ -321,6 +323,7 @@ impl ContData {
             uuid: new_uuid(),
             rf,
             objects: RwLock::new(HashMap::new()),
+            attrs: Mutex::new(HashMap::new()),
         }
     }
 

@@ -1002,3 +1002,40 @@ fn multithread_stress_own_eqs() {
     }
     c.close(&[]);
 }
+
+#[test]
+fn container_attributes() {
+    let c = setup("api-attr");
+    let name = cs("app.oid");
+    let names = [name.as_ptr()];
+    let value = *b"0123456789abcdef";
+    unsafe {
+        let mut buf = [0u8; 16];
+        let mut sizes = [buf.len()];
+        let bufs = [buf.as_mut_ptr().cast::<std::ffi::c_void>()];
+        assert_eq!(daos_cont_get_attr(c.coh, 1, names.as_ptr(), bufs.as_ptr(), sizes.as_mut_ptr(), null_mut()), -DER_NONEXIST);
+
+        let vals = [value.as_ptr().cast::<std::ffi::c_void>()];
+        assert_eq!(daos_cont_set_attr(c.coh, 1, names.as_ptr(), vals.as_ptr(), [value.len()].as_ptr(), null_mut()), 0);
+        assert_eq!(daos_cont_get_attr(c.coh, 1, names.as_ptr(), bufs.as_ptr(), sizes.as_mut_ptr(), null_mut()), 0);
+        assert_eq!((buf, sizes[0]), (value, 16));
+
+        // A short buffer is truncated; the size says how long the value is. NULL buffers: sizes only.
+        let mut short = [0u8; 4];
+        let mut sizes = [short.len()];
+        let bufs = [short.as_mut_ptr().cast::<std::ffi::c_void>()];
+        assert_eq!(daos_cont_get_attr(c.coh, 1, names.as_ptr(), bufs.as_ptr(), sizes.as_mut_ptr(), null_mut()), 0);
+        assert_eq!((short, sizes[0]), (*b"0123", 16));
+        let mut sizes = [0usize];
+        assert_eq!(daos_cont_get_attr(c.coh, 1, names.as_ptr(), null(), sizes.as_mut_ptr(), null_mut()), 0);
+        assert_eq!(sizes[0], 16);
+
+        // Validation: n, NULL arrays, empty names, zero-size values; and a bad handle.
+        assert_eq!(daos_cont_set_attr(c.coh, 0, names.as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()), -DER_INVAL);
+        assert_eq!(daos_cont_set_attr(c.coh, 1, names.as_ptr(), vals.as_ptr(), [0usize].as_ptr(), null_mut()), -DER_INVAL);
+        let empty = cs("");
+        assert_eq!(daos_cont_set_attr(c.coh, 1, [empty.as_ptr()].as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()), -DER_INVAL);
+        assert_eq!(daos_cont_set_attr(daos_handle_t { cookie: 999_999 }, 1, names.as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()), -DER_NO_HDL);
+    }
+    c.close(&[]);
+}

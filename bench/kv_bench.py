@@ -757,9 +757,13 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
                 raise SystemExit(f"unknown contender {x!r}; known: {', '.join(list(groups) + list(table))}")
             if n not in names:
                 names.append(n)
-    # memcpy first: the reference every ratio is taken against
+    # memcpy first: the reference every ratio is taken against; and again last, so that the
+    # report can tell when the machine's speed changed during the run (the faster counts)
     names.sort(key=lambda n: not n.startswith("memcpy"))
-    return [table[n]() for n in names]
+    out = [table[n]() for n in names]
+    if a.memcpy_again and any(isinstance(c, MemcpyContender) for c in out) and len(out) > 2:
+        out += [MemcpyContender(f"{c.name} (end)", c.threads) for c in out if isinstance(c, MemcpyContender)]
+    return out
 
 
 def parse_args(argv=None):
@@ -772,7 +776,8 @@ def parse_args(argv=None):
                          "daos-nofold-net, posix, posix-uring, memcpy-1t, memcpy-nt)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions per op at least; the median counts")
     ap.add_argument("--min-time", type=float, default=0.5, help="repeat short ops until they sum to this many seconds")
-    ap.add_argument("--max-reps", type=int, default=30, help="at most this many repetitions per op")
+    ap.add_argument("--max-reps", type=int, default=100,
+                    help="at most this many repetitions per op (short ops: enough for a steady median on a noisy machine)")
     ap.add_argument("--window", type=int, default=64, help="key-requests in flight")
     ap.add_argument("--poll-ms", type=float, default=1.0, help="sleep between sweeps of check_xfer_state")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one op may take before the run fails")
@@ -782,6 +787,8 @@ def parse_args(argv=None):
     ap.add_argument("--query-batch", type=int, default=16, help="keys per query_memory call")
     ap.add_argument("--max-op-time", type=float, default=6.0,
                     help="stop repeating an op (after at least one rep) once its reps sum to this many seconds")
+    ap.add_argument("--no-memcpy-again", dest="memcpy_again", action="store_false",
+                    help="do not repeat the memcpy references at the end of the run (drift check)")
     ap.add_argument("--handles", choices=Harness.MODES, default="prepared",
                     help="prepared: one handle per key made before the clock, reposted each rep (as nixlbench); "
                          "per-transfer: initialize_xfer/release_xfer_handle around every request, timed")

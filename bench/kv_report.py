@@ -42,9 +42,10 @@ class Lookup:
         return None
 
     def memcpy(self, workload: str, per_core: bool):
+        """The memcpy reference: of its runs at the start and at the end, the faster."""
         ms = [r for r in self.rows if r.contender.startswith("memcpy") and r.workload == workload]
-        ms = [r for r in ms if (r.contender == "memcpy 1T") != per_core]
-        return ms[0] if ms else None
+        ms = [r for r in ms if r.contender.startswith("memcpy 1T") != per_core]
+        return max(ms, key=lambda r: r.gbps) if ms else None
 
     def best_posix(self, workload: str, op: str):
         ps = [r for r in self.rows if r.contender.startswith("posix") and r.workload == workload and r.op == op]
@@ -125,6 +126,20 @@ def print_net_check(rows: list[dict], net: dict) -> None:
     for x in rows:
         print(f"{x['contender']:<18} {x['workload']:<8} {x['op']:<5} {x['rpcs']:>6} {x['model_s']:>8.3f} "
               f"{x['measured_s']:>10.3f} {x['of_model']:>10.2f}")
+
+
+DRIFT = 0.15
+
+
+def drift(look: Lookup) -> list[str]:
+    """memcpy at the start against memcpy at the end: where they differ by more than DRIFT, the
+    machine's speed changed during the run and the ratios of this run are not to be trusted."""
+    out = []
+    for end in [r for r in look.rows if r.contender.startswith("memcpy") and r.contender.endswith(" (end)")]:
+        start = look.get(end.contender[: -len(" (end)")], end.workload, end.op)
+        if start and abs(end.gbps / start.gbps - 1) > DRIFT:
+            out.append(f"{start.contender} {end.workload}: {start.gbps:.2f} GB/s at the start, {end.gbps:.2f} at the end")
+    return out
 
 
 def targets(look: Lookup, keys: dict[str, int]) -> list[dict]:
@@ -217,6 +232,10 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
         print(f"  {t['result']:<4} {t['target']}: {t['detail']}")
     for f in meta["failures"]:
         print(f"  FAIL {f}")
+    dr = drift(look)
+    if dr:
+        print(f"  NOISY the machine's speed changed during the run (memcpy differs by > {DRIFT:.0%}; the faster "
+              f"is the reference): {'; '.join(dr)}. Rerun before trusting the ratios.")
 
     out.mkdir(parents=True, exist_ok=True)
     records = []
@@ -231,7 +250,7 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
             "cpu_s_per_gb": r.cpu_per_gb if r.times and r.nbytes else None,
             "verified": r.verified, "note": r.note,
         })
-    (out / "results.json").write_text(json.dumps({**meta, "rows": records, "ratios": rs, "net_check": nc, "targets": ts}, indent=1))
+    (out / "results.json").write_text(json.dumps({**meta, "rows": records, "ratios": rs, "net_check": nc, "drift": dr, "targets": ts}, indent=1))
     cols = ["contender", "workload", "op", "bytes", "descriptors", "reps", "gbps", "descs_per_s", "p50_ms", "p99_ms",
             "cpu_s_per_gb", "verified", "note"]
     with open(out / "results.csv", "w", newline="") as f:

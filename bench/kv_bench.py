@@ -13,7 +13,8 @@ Contenders: the DAOS plugin with fold=true and fold=false, on daos-sim with no m
 plugin's and the simulator's own overhead) and with a modeled network (+net; see NetModel and the
 comment above it: a link below this machine's copy rate and a serialised per-RPC cost); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
-the same bytes with 1 thread and with one thread per core.
+the same bytes with 1 thread and with one thread per core, first and again last (the faster
+counts; a change of more than 15% is reported as NOISY).
 
 Every transfer goes through the same harness: one NIXL request per key, a window of --window
 requests in flight, check_xfer_state on each after a --poll-ms sleep, as KVBM and LMCache drive

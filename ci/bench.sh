@@ -5,7 +5,7 @@
 # bytes; see the comment above NetModel in bench/kv_bench.py), against NIXL's POSIX backend on
 # /dev/shm and an in-process memcpy, all through one harness (request handles prepared once and
 # reposted each rep; --handles per-transfer for the old way). Prints the table, the ratios and a
-# PASS/MISS line per target; results go to results/<timestamp>/. About 4 minutes on 2 cores.
+# PASS/MISS line per target; results go to results/<timestamp>/. About 3.5 minutes on 2 cores.
 # Same set-up as ci/test.sh. Extra arguments go to kv_bench.py, e.g.
 #   ci/bench.sh --scale 0.1                      # a quick run
 #   ci/bench.sh --workloads ref --contenders daos,memcpy

@@ -10,6 +10,11 @@
 //! `threshold_sweep`: 2 threads copying pieces of 32 KiB-1 MiB, plain `memcpy` vs streaming,
 //! bare and with the destination read right after each piece: the data behind
 //! `copy::NT_THRESHOLD` (see README.md, "Copies").
+//! `small_fold`: one thread, the benchmark's small-block workload (256 keys x 64 recxs x 4 KiB,
+//! one folded RPC per key, iovs 1 MiB apart), overwritten and read back through
+//! `daos_obj_update` / `daos_obj_fetch` + `daos_eq_poll`: the store's per-extent cost. Set
+//! `DAOS_SIM_SMALL_REPS` (default 20) for fewer passes, e.g. under
+//! `valgrind --tool=callgrind` (see README.md, "Copies").
 
 mod common;
 
@@ -169,4 +174,113 @@ fn threshold_sweep() {
         copy::set_threshold(prev);
         println!("  streaming/memcpy = {:.2}, with the read {:.2}", nt / plain, nt_r / plain_r);
     }
+}
+
+const SMALL_KEYS: usize = 256;
+const SMALL_LAYERS: usize = 64;
+const SMALL_BLOCK: usize = 4096;
+
+/// One key's folded RPC (update or fetch): its dkey, 64 contiguous recxs (4 KiB each) and 64 iovs, layer-major in
+/// the user buffer (`(layer * keys + key) * block`), so a key's iovs lie 1 MiB apart.
+struct SmallKey {
+    dkey: [u8; 8],
+    recxs: Vec<daos_recx_t>,
+    iovs: Vec<d_iov_t>,
+}
+
+impl SmallKey {
+    fn new(k: usize, base: *mut u8) -> SmallKey {
+        let recxs = (0..SMALL_LAYERS).map(|l| recx((l * SMALL_BLOCK) as u64, SMALL_BLOCK as u64)).collect();
+        let iovs = (0..SMALL_LAYERS)
+            .map(|l| {
+                let p = unsafe { base.add((l * SMALL_KEYS + k) * SMALL_BLOCK) };
+                let buf = unsafe { std::slice::from_raw_parts_mut(p, SMALL_BLOCK) };
+                // An update sends iov_len bytes; a fetch fills up to iov_buf_len.
+                d_iov_t::from_slice(buf)
+            })
+            .collect();
+        SmallKey { dkey: (k as u64).to_le_bytes(), recxs, iovs }
+    }
+
+    /// One update or fetch with an event, reaped with daos_eq_poll.
+    fn rpc(&mut self, oh: daos_handle_t, eqh: daos_handle_t, ev: &mut daos_event_t, update: bool) {
+        let mut dk = key(&self.dkey);
+        let mut iod = array_iod(b"data", 1, &mut self.recxs);
+        let mut sg = sgl(&mut self.iovs);
+        let rc = unsafe {
+            if update {
+                daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, ev)
+            } else {
+                daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, std::ptr::null_mut(), ev)
+            }
+        };
+        assert_eq!(rc, 0);
+        assert_eq!(poll1(eqh, -1), ev as *mut _);
+        assert_eq!(ev.ev_error, 0);
+    }
+}
+
+#[test]
+#[ignore]
+fn small_fold() {
+    let reps: usize = std::env::var("DAOS_SIM_SMALL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let total = SMALL_KEYS * SMALL_LAYERS * SMALL_BLOCK;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut src: Vec<u8> = (0..total / 8)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    let mut dst = vec![0u8; total];
+    let mut wkeys: Vec<SmallKey> = (0..SMALL_KEYS).map(|k| SmallKey::new(k, src.as_mut_ptr())).collect();
+    let mut rkeys: Vec<SmallKey> = (0..SMALL_KEYS).map(|k| SmallKey::new(k, dst.as_mut_ptr())).collect();
+    let c = setup("small-fold-bench");
+    let oh = c.obj(1);
+    let eqh = eq_create();
+    let mut ev = event(eqh);
+    let mut pass = |keys: &mut [SmallKey], update: bool| {
+        let t0 = Instant::now();
+        for k in keys.iter_mut() {
+            k.rpc(oh, eqh, &mut ev, update);
+        }
+        t0.elapsed()
+    };
+    pass(&mut wkeys, true); // first write: allocates the store's chunks, untimed
+    // Reference: the same 4 KiB pieces memcpy'd into a key-major buffer, as the store keeps them.
+    let mut packed = vec![0u8; total];
+    let (mut up, mut fe, mut mc) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        up.push(pass(&mut wkeys, true));
+        fe.push(pass(&mut rkeys, false));
+        let t0 = Instant::now();
+        for (k, key) in wkeys.iter().enumerate() {
+            for (l, iov) in key.iovs.iter().enumerate() {
+                let at = (k * SMALL_LAYERS + l) * SMALL_BLOCK;
+                unsafe { std::ptr::copy_nonoverlapping(iov.iov_buf as *const u8, packed.as_mut_ptr().add(at), SMALL_BLOCK) };
+            }
+        }
+        mc.push(t0.elapsed());
+        std::hint::black_box(&packed);
+    }
+    assert!(dst == src, "fetched bytes differ");
+    let show = |name: &str, v: &[Duration]| {
+        let mut g: Vec<f64> = v.iter().map(|d| total as f64 / d.as_secs_f64() / 1e9).collect();
+        g.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        if !g.is_empty() {
+            println!("{name}: median {:.2} GB/s, best {:.2} GB/s", g[g.len() / 2], g[g.len() - 1]);
+        }
+    };
+    println!("1 thread, {SMALL_KEYS} keys x {SMALL_LAYERS} recxs x {} KiB, {reps} passes", SMALL_BLOCK >> 10);
+    show("small overwrite (update)", &up);
+    show("small read (fetch)", &fe);
+    show("memcpy of the same 4 KiB pieces", &mc);
+    unsafe {
+        assert_eq!(daos_event_fini(&mut *ev), 0);
+        assert_eq!(daos_eq_destroy(eqh, 0), 0);
+    }
+    assert_eq!(control("reset_data"), 0);
+    c.close(&[oh]);
 }

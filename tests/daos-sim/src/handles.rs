@@ -1,6 +1,5 @@
 //! Handle registry: cookie → pool / container / object / EQ handle. Cookies are never 0.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -8,6 +7,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 
 use crate::event::Eq;
 use crate::ffi::*;
+use crate::hash::FastMap;
 use crate::store::{ContData, ObjData, PoolData};
 
 pub struct PoolH {
@@ -70,11 +70,11 @@ pub enum Hdl {
     Eq(Arc<Eq>),
 }
 
-type Reg = RwLock<HashMap<u64, Hdl>>;
+type Reg = RwLock<FastMap<u64, Hdl>>;
 
 fn reg() -> &'static Reg {
     static R: OnceLock<Reg> = OnceLock::new();
-    R.get_or_init(|| RwLock::new(HashMap::new()))
+    R.get_or_init(|| RwLock::new(FastMap::default()))
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0x5100_0000);
@@ -133,6 +133,6 @@ pub fn insert(h: Hdl) -> daos_handle_t {
 }
 
 /// Write access to the registry, for close paths that check-and-remove atomically.
-pub fn write() -> RwLockWriteGuard<'static, HashMap<u64, Hdl>> {
+pub fn write() -> RwLockWriteGuard<'static, FastMap<u64, Hdl>> {
     reg().write()
 }

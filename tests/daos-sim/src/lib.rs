@@ -10,6 +10,7 @@ mod errstr;
 mod event;
 pub mod ffi;
 mod handles;
+mod hash;
 mod io;
 pub mod sim;
 mod store;

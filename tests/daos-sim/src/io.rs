@@ -16,33 +16,42 @@ use crate::store::{AkeyVal, DkeyData};
 
 static ZEROS: [u8; 4096] = [0; 4096];
 
-/// A scatter/gather cursor over an sgl's non-empty iovs, in packed byte order.
-struct Cursor {
-    segs: Vec<(*mut u8, usize)>,
+/// A scatter/gather cursor over an sgl's non-empty iovs, in packed byte order. It reads the
+/// caller's iov array in place (no copy of the descriptors per RPC).
+struct Cursor<'a> {
+    iovs: &'a [d_iov_t],
+    /// Fetch (capacity = iov_buf_len) vs update (data = iov_len).
+    use_buf_len: bool,
     i: usize,
     off: usize,
     pos: u64,
 }
 
-impl Cursor {
+impl<'a> Cursor<'a> {
     /// `use_buf_len`: fetch (capacity = iov_buf_len) vs update (data = iov_len).
-    unsafe fn new(sgl: *const d_sg_list_t, use_buf_len: bool) -> Cursor {
+    unsafe fn new(sgl: *const d_sg_list_t, use_buf_len: bool) -> Cursor<'a> {
         let sgl = &*sgl;
-        let mut segs = Vec::with_capacity(sgl.sg_nr as usize);
-        if !sgl.sg_iovs.is_null() {
-            for iov in slice::from_raw_parts(sgl.sg_iovs, sgl.sg_nr as usize) {
-                let len = if use_buf_len { iov.iov_buf_len } else { iov.iov_len };
-                if len > 0 && !iov.iov_buf.is_null() {
-                    segs.push((iov.iov_buf as *mut u8, len));
-                }
+        let iovs = if sgl.sg_iovs.is_null() { &[][..] } else { slice::from_raw_parts(sgl.sg_iovs, sgl.sg_nr as usize) };
+        Cursor { iovs, use_buf_len, i: 0, off: 0, pos: 0 }
+    }
+
+    /// The current iov, skipping empty ones (and NULL buffers): (base, length).
+    #[inline]
+    fn seg(&mut self) -> Option<(*mut u8, usize)> {
+        while let Some(iov) = self.iovs.get(self.i) {
+            let len = if self.use_buf_len { iov.iov_buf_len } else { iov.iov_len };
+            if len > 0 && !iov.iov_buf.is_null() {
+                return Some((iov.iov_buf as *mut u8, len));
             }
+            self.i += 1;
         }
-        Cursor { segs, i: 0, off: 0, pos: 0 }
+        None
     }
 
     fn skip_to(&mut self, target: u64) {
-        while self.pos < target && self.i < self.segs.len() {
-            let left = self.segs[self.i].1 - self.off;
+        while self.pos < target {
+            let Some((_, len)) = self.seg() else { return };
+            let left = len - self.off;
             let want = target - self.pos;
             if want < left as u64 {
                 self.off += want as usize;
@@ -56,8 +65,9 @@ impl Cursor {
     }
 
     /// The next contiguous piece of at most `max` bytes.
+    #[inline]
     fn piece(&mut self, max: usize) -> Option<(*mut u8, usize)> {
-        let (p, len) = *self.segs.get(self.i)?;
+        let (p, len) = self.seg()?;
         let k = (len - self.off).min(max);
         let ptr = unsafe { p.add(self.off) };
         self.off += k;
@@ -71,7 +81,7 @@ impl Cursor {
 
     /// Source slice for a write of up to `max` bytes (zeros if the sgl ran short, which
     /// validation rules out unless the caller changed it meanwhile).
-    fn src<'a>(&mut self, max: usize) -> &'a [u8] {
+    fn src<'b>(&mut self, max: usize) -> &'b [u8] {
         match self.piece(max) {
             Some((p, k)) => unsafe { slice::from_raw_parts(p, k) },
             None => &ZEROS[..max.min(ZEROS.len())],
@@ -125,6 +135,24 @@ unsafe fn recxs<'a>(iod: &daos_iod_t) -> &'a [daos_recx_t] {
     } else {
         slice::from_raw_parts(iod.iod_recxs, iod.iod_nr as usize)
     }
+}
+
+/// The recxs as runs of records [start, end): neighbours that are contiguous (each starting
+/// where the previous one ends) merge into one run. Both the records and their bytes in the
+/// packed sgl are then contiguous, so a run can be handled like one recx, with one lookup and
+/// one interval update instead of one per recx.
+fn runs(rs: &[daos_recx_t]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let first = rs.get(i)?;
+        let (start, mut end) = (first.rx_idx, first.rx_idx + first.rx_nr);
+        i += 1;
+        while let Some(r) = rs.get(i).filter(|r| r.rx_idx == end) {
+            end += r.rx_nr;
+            i += 1;
+        }
+        Some((start, end))
+    })
 }
 
 /// Recx checks: rx_nr > 0, index below 2^63, no overlap within the iod, and (for a non-zero
@@ -374,10 +402,10 @@ unsafe fn apply_update(g: &mut DkeyData, iod: &daos_iod_t, sgl: *const d_sg_list
     };
     let AkeyVal::Array(a) = val else { return 0 };
     let mut bytes = 0;
-    for r in recxs(iod) {
-        let n = r.rx_nr * size;
-        a.layer_mut(size).write_with(r.rx_idx * size, n, &mut |want| cur.src(want));
-        a.mark_written(r.rx_idx, r.rx_idx + r.rx_nr, size);
+    for (start, end) in runs(recxs(iod)) {
+        let n = (end - start) * size;
+        a.layer_mut(size).write_with(start * size, n, |want| cur.src(want));
+        a.mark_written(start, end, size);
         bytes += n;
     }
     bytes
@@ -418,8 +446,8 @@ pub unsafe fn exec_fetch(
             (DAOS_IOD_ARRAY, Some(AkeyVal::Array(a))) => {
                 let mut r = 0;
                 let mut total = 0u64;
-                for x in recxs(iod) {
-                    for (_, _, rs) in a.overlapping(x.rx_idx, x.rx_idx + x.rx_nr) {
+                for (start, end) in runs(recxs(iod)) {
+                    for (_, _, rs) in a.overlapping(start, end) {
                         if r == 0 {
                             r = rs;
                         } else if r != rs {
@@ -427,7 +455,7 @@ pub unsafe fn exec_fetch(
                             return -DER_INVAL;
                         }
                     }
-                    total = total.saturating_add(x.rx_nr);
+                    total = total.saturating_add(end - start);
                 }
                 (r, r.saturating_mul(total))
             }
@@ -477,17 +505,17 @@ pub unsafe fn exec_fetch(
                 let layer = a.layer(size);
                 let mut base = 0u64;
                 let mut last_end = 0u64;
-                for x in recxs(iod) {
-                    for (s, e, _) in a.overlapping(x.rx_idx, x.rx_idx + x.rx_nr) {
-                        cur.skip_to(base + (s - x.rx_idx) * size);
+                for (start, end) in runs(recxs(iod)) {
+                    for (s, e, _) in a.overlapping(start, end) {
+                        cur.skip_to(base + (s - start) * size);
                         let n = (e - s) * size;
                         if let Some(l) = layer {
-                            l.read_with(s * size, n, &mut |src| cur.scatter(src));
+                            l.read_with(s * size, n, |src| cur.scatter(src));
                         }
                         bytes += n;
-                        last_end = base + (e - x.rx_idx) * size;
+                        last_end = base + (e - start) * size;
                     }
-                    base += x.rx_nr * size;
+                    base += (end - start) * size;
                 }
                 last_end
             }

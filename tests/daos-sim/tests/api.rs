@@ -248,6 +248,122 @@ fn missing_keys_read_as_empty() {
     c.close(&[oh, oh2]);
 }
 
+/// Many recxs per iod, adjacent ones (which the store handles as one run) mixed with gaps and
+/// out-of-order ones, record sizes 1 and 3, iovs split at random places, overwrites and
+/// punches: every fetch must match a per-record model (bytes, holes left untouched, iod_size,
+/// sg_nr_out and each iov_len).
+#[test]
+fn recx_runs_match_a_record_model() {
+    let c = setup("api-runs");
+    let oh = c.obj(1);
+    const N: u64 = 400;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rnd = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    // Non-overlapping recxs: mostly adjacent, some gaps, sometimes shuffled.
+    let recxs = |rnd: &mut dyn FnMut(u64) -> u64| {
+        let mut v = Vec::new();
+        let mut at = rnd(40);
+        while at < N && v.len() < 30 {
+            let nr = 1 + rnd(20).min(N - at - 1);
+            v.push(recx(at, nr));
+            at += nr + if rnd(3) == 0 { rnd(15) } else { 0 };
+        }
+        if rnd(4) == 0 {
+            for i in (1..v.len()).rev() {
+                v.swap(i, rnd(i as u64 + 1) as usize);
+            }
+        }
+        v
+    };
+    // Splits `len` bytes into 1-8 iov lengths.
+    let split = |rnd: &mut dyn FnMut(u64) -> u64, len: usize| {
+        let mut cuts: Vec<usize> = (0..rnd(8)).map(|_| rnd(len as u64 + 1) as usize).collect();
+        cuts.extend([0, len]);
+        cuts.sort_unstable();
+        cuts.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
+    };
+    for (akey, rs) in [(&b"r1"[..], 1u64), (&b"r3"[..], 3)] {
+        let mut model: Vec<Option<u8>> = vec![None; (N * rs) as usize];
+        for round in 0..150 {
+            let mut rx = recxs(&mut rnd);
+            let total: usize = rx.iter().map(|r| (r.rx_nr * rs) as usize).sum();
+            let mut dk = key(b"d");
+            match rnd(5) {
+                0 => unsafe {
+                    // Punch the recxs.
+                    let mut iod = array_iod(akey, 0, &mut rx);
+                    assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, null_mut(), null_mut()), 0);
+                    for r in &rx {
+                        model[(r.rx_idx * rs) as usize..((r.rx_idx + r.rx_nr) * rs) as usize].fill(None);
+                    }
+                },
+                1 | 2 => unsafe {
+                    let data: Vec<u8> = (0..total).map(|_| rnd(256) as u8).collect();
+                    let mut iovs = Vec::new();
+                    let mut at = 0;
+                    for l in split(&mut rnd, total) {
+                        iovs.push(d_iov_t::from_slice(&data[at..at + l]));
+                        at += l;
+                    }
+                    let mut iod = array_iod(akey, rs, &mut rx);
+                    let mut sg = sgl(&mut iovs);
+                    assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut()), 0);
+                    let mut at = 0;
+                    for r in &rx {
+                        let range = (r.rx_idx * rs) as usize..((r.rx_idx + r.rx_nr) * rs) as usize;
+                        for (m, &d) in model[range.clone()].iter_mut().zip(&data[at..]) {
+                            *m = Some(d);
+                        }
+                        at += range.len();
+                    }
+                },
+                _ => unsafe {
+                    let sentinel = 0xa5u8 ^ round as u8;
+                    let mut buf = vec![sentinel; total];
+                    let lens = split(&mut rnd, total);
+                    let mut iovs = Vec::new();
+                    let mut rest = &mut buf[..];
+                    for &l in &lens {
+                        let (a, b) = rest.split_at_mut(l);
+                        iovs.push(d_iov_t::from_mut(a));
+                        rest = b;
+                    }
+                    let mut iod = array_iod(akey, rs, &mut rx);
+                    let mut sg = sgl(&mut iovs);
+                    let rc = daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut(), null_mut());
+                    assert_eq!(rc, 0);
+                    let mut want = Vec::with_capacity(total);
+                    for r in &rx {
+                        want.extend(model[(r.rx_idx * rs) as usize..((r.rx_idx + r.rx_nr) * rs) as usize].iter());
+                    }
+                    let any = want.iter().any(Option::is_some);
+                    assert_eq!(iod.iod_size, if any { rs } else { 0 }, "round {round}");
+                    let last_end = if any { want.iter().rposition(Option::is_some).unwrap() + 1 } else { 0 };
+                    let want_bytes: Vec<u8> = want.iter().map(|b| b.unwrap_or(sentinel)).collect();
+                    assert!(buf == want_bytes, "round {round}: fetched bytes differ");
+                    let mut left = last_end;
+                    let mut nr_out = 0;
+                    for (i, (iov, &l)) in iovs.iter().zip(&lens).enumerate() {
+                        let want_len = l.min(left);
+                        left -= want_len;
+                        if want_len > 0 {
+                            nr_out = i as u32 + 1;
+                        }
+                        assert_eq!(iov.iov_len, want_len, "round {round}: iov {i}");
+                    }
+                    assert_eq!(sg.sg_nr_out, nr_out, "round {round}");
+                },
+            }
+        }
+    }
+    c.close(&[oh]);
+}
+
 #[test]
 fn holes_untouched_and_tail_trimmed() {
     let c = setup("api-holes");

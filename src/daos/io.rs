@@ -70,10 +70,6 @@ impl IoDesc {
         self.want
     }
 
-    pub fn dkey(&self) -> &[u8] {
-        &self.dkey
-    }
-
     /// After a fetch: bytes DAOS returned, None when the key (or every range) is absent.
     /// Tail holes are trimmed by DAOS, so a short read shows as fewer bytes than asked.
     pub fn fetched(&self) -> Option<u64> {

@@ -196,7 +196,7 @@ impl Container {
                 )
             };
             // Another agent may have created it at the same moment: EXIST is fine.
-            if crc != 0 && crc != -1004 {
+            if crc != 0 && crc != -sys::DER_EXIST {
                 lib.check("daos_cont_create_with_label", crc)?;
             }
             rc = open(&mut coh);

@@ -15,6 +15,5 @@ pub const DAOS_IOD_ARRAY: u32 = 2;
 pub const DAOS_GET_MAX: u64 = 1 << 0;
 pub const DAOS_GET_RECX: u64 = 1 << 4;
 pub const DAOS_OT_MULTI_HASHED: u32 = 0;
+pub const DER_EXIST: i32 = 1004;
 pub const DER_NONEXIST: i32 = 1005;
-pub const DER_BUSY: i32 = 1012;
-pub const DER_TIMEDOUT: i32 = 1011;

@@ -292,6 +292,3 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
         }
     })
 }
-
-#[allow(dead_code)]
-fn _assert_types(_: *mut c_void) {}

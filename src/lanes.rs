@@ -37,14 +37,13 @@ const TEST_SLICE: Duration = Duration::from_millis(1);
 pub struct Op {
     ev: daos_event_t,
     io: IoDesc,
-    key: ObjectKey,
     /// The transfer it belongs to; None for a size query driven by its caller.
     attempt: Option<Arc<Attempt>>,
 }
 
 impl Op {
     pub fn new(kind: IoKind, key: &ObjectKey, extents: &[Extent], attempt: Option<Arc<Attempt>>) -> Box<Op> {
-        Box::new(Op { ev: daos_event_t::default(), io: IoDesc::new(kind, key.as_bytes(), extents), key: key.clone(), attempt })
+        Box::new(Op { ev: daos_event_t::default(), io: IoDesc::new(kind, key.clone(), extents), attempt })
     }
 
     fn daos_error(&self, lib: &Library, rc: i32) -> Error {
@@ -63,9 +62,9 @@ impl Op {
         }
         if self.io.kind == IoKind::Fetch {
             match self.io.fetched() {
-                None => return Err(Error::NoSuchKey { key: self.key.display() }),
+                None => return Err(Error::NoSuchKey { key: self.io.key().display() }),
                 Some(got) if got < self.io.bytes() => {
-                    return Err(Error::ShortRead { key: self.key.display(), want: self.io.bytes(), got })
+                    return Err(Error::ShortRead { key: self.io.key().display(), want: self.io.bytes(), got })
                 }
                 Some(_) => {}
             }
@@ -86,7 +85,7 @@ impl Op {
     fn finish(self: Box<Op>, lib: &Library, rc: i32) {
         let result = self.xfer_result(lib, rc);
         if let Err(e) = &result {
-            tracing::debug!(key = %self.key.display(), "DAOS operation failed: {e}");
+            tracing::debug!(key = %self.io.key().display(), "DAOS operation failed: {e}");
         }
         if let Some(a) = &self.attempt {
             a.complete(result);

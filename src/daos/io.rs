@@ -1,10 +1,12 @@
 //! One object I/O as DAOS sees it: the dkey, one byte-array akey (`iod_size = 1`), its recxs
-//! and the matching scatter-gather list. `IoDesc` owns every array DAOS points into; the
-//! pointers are set at launch, once the descriptor sits at its final address.
+//! and the matching scatter-gather list. `IoDesc` owns (or, for the keys, shares) every array
+//! DAOS points into; the pointers are set at launch, once the descriptor sits at its final
+//! address.
 
 use std::ptr::addr_of_mut;
 
 use super::{iov, sys, Library, Object};
+use crate::key::ObjectKey;
 use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 
 /// The akey under which a key's bytes live (a byte array: one record per byte).
@@ -30,8 +32,7 @@ pub struct Extent {
 
 pub struct IoDesc {
     pub kind: IoKind,
-    dkey: Box<[u8]>,
-    akey: Box<[u8]>,
+    dkey: ObjectKey,
     dkey_iov: d_iov_t,
     akey_iov: d_iov_t,
     iod: daos_iod_t,
@@ -47,13 +48,12 @@ pub struct IoDesc {
 unsafe impl Send for IoDesc {}
 
 impl IoDesc {
-    pub fn new(kind: IoKind, dkey: &[u8], extents: &[Extent]) -> IoDesc {
+    pub fn new(kind: IoKind, dkey: ObjectKey, extents: &[Extent]) -> IoDesc {
         let recxs = extents.iter().map(|e| daos_recx_t { rx_idx: e.offset, rx_nr: e.len }).collect();
         let iovs = extents.iter().map(|e| iov(e.addr as *mut u8, e.len as usize)).collect();
         IoDesc {
             kind,
-            dkey: dkey.into(),
-            akey: DATA_AKEY.into(),
+            dkey,
             dkey_iov: iov(std::ptr::null_mut(), 0),
             akey_iov: iov(std::ptr::null_mut(), 0),
             iod: daos_iod_t::default(),
@@ -63,6 +63,11 @@ impl IoDesc {
             query: daos_recx_t::default(),
             want: extents.iter().map(|e| e.len).sum(),
         }
+    }
+
+    /// The NIXL key this I/O addresses (its dkey).
+    pub fn key(&self) -> &ObjectKey {
+        &self.dkey
     }
 
     /// Bytes this I/O moves.
@@ -86,8 +91,10 @@ impl IoDesc {
     }
 
     fn wire(&mut self) {
-        self.dkey_iov = iov(self.dkey.as_mut_ptr(), self.dkey.len());
-        self.akey_iov = iov(self.akey.as_mut_ptr(), self.akey.len());
+        // DAOS only reads key buffers, so shared (immutable) bytes can back both iovs.
+        let dkey = self.dkey.as_bytes();
+        self.dkey_iov = iov(dkey.as_ptr().cast_mut(), dkey.len());
+        self.akey_iov = iov(DATA_AKEY.as_ptr().cast_mut(), DATA_AKEY.len());
         self.iod = daos_iod_t {
             iod_name: self.akey_iov,
             iod_type: sys::DAOS_IOD_ARRAY as _,

@@ -11,14 +11,13 @@
 //! server), they are leaked, never freed: late completion must never touch freed memory.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-pub use crate::attempt::Attempt;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+use crate::attempt::Attempt;
 use crate::daos::io::{Extent, IoDesc, IoKind};
 use crate::daos::{daos_event_t, EventQueue, Library, Object};
 use crate::error::Error;
@@ -340,14 +339,13 @@ pub struct Lanes {
     threads: Vec<JoinHandle<()>>,
     next: AtomicUsize,
     grace: Duration,
-    leaked: u64,
 }
 
 impl Lanes {
     pub fn start(lib: &'static Library, obj: Arc<Object>, n: usize, max_inflight: usize, grace: Duration) -> Result<Lanes, Error> {
         let per_lane = max_inflight.div_ceil(n).max(1);
         // Built up in place: if a later lane fails to start, dropping `lanes` stops the earlier ones.
-        let mut lanes = Lanes { lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace, leaked: 0 };
+        let mut lanes = Lanes { lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
         for i in 0..n {
             let lane = Arc::new(Lane {
                 lib,
@@ -400,6 +398,7 @@ impl Lanes {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        let mut leaked = 0;
         for l in &self.lanes {
             let n = l.leaked.load(Ordering::Acquire);
             if n > 0 {
@@ -407,19 +406,19 @@ impl Lanes {
             } else {
                 l.eq.destroy();
             }
-            self.leaked += n;
+            leaked += n;
         }
         // The lanes' references to the object go with them, so it can be closed next.
         self.lanes.clear();
-        if self.leaked > 0 {
+        if leaked > 0 {
             tracing::warn!(
                 "DAOS backend shut down with {} operation(s) still inside DAOS after {:?}; their memory \
                  and their event queues are left allocated so a late completion cannot touch freed memory",
-                self.leaked,
+                leaked,
                 self.grace
             );
         }
-        self.leaked
+        leaked
     }
 }
 

@@ -129,6 +129,11 @@ pub unsafe fn key<'a>(k: *const daos_key_t, u64key: bool) -> Result<&'a [u8], c_
     Ok(slice::from_raw_parts(k.iov_buf as *const u8, k.iov_len))
 }
 
+/// The akey an iod names (validated by `check_io`).
+unsafe fn akey<'a>(iod: &daos_iod_t) -> &'a [u8] {
+    slice::from_raw_parts(iod.iod_name.iov_buf as *const u8, iod.iod_name.iov_len)
+}
+
 unsafe fn recxs<'a>(iod: &daos_iod_t) -> &'a [daos_recx_t] {
     if iod.iod_recxs.is_null() || iod.iod_nr == 0 {
         &[]
@@ -337,7 +342,7 @@ pub unsafe fn exec_update(
             return -DER_NONEXIST;
         }
         for iod in iods {
-            let ak = slice::from_raw_parts(iod.iod_name.iov_buf as *const u8, iod.iod_name.iov_len);
+            let ak = akey(iod);
             let cur = g.akeys.get(ak);
             let af = akey_flags(flags, iod);
             if af & DAOS_COND_AKEY_INSERT != 0 && cur.is_some() {
@@ -365,7 +370,7 @@ pub unsafe fn exec_update(
 }
 
 unsafe fn apply_update(g: &mut DkeyData, iod: &daos_iod_t, sgl: *const d_sg_list_t) -> u64 {
-    let ak = slice::from_raw_parts(iod.iod_name.iov_buf as *const u8, iod.iod_name.iov_len);
+    let ak = akey(iod);
     let size = iod.iod_size;
     if size == 0 {
         // Punch.
@@ -435,7 +440,7 @@ pub unsafe fn exec_fetch(
     let mut sizes = Vec::with_capacity(iods.len());
     let mut rec2big = false;
     for (i, iod) in iods.iter().enumerate() {
-        let ak = slice::from_raw_parts(iod.iod_name.iov_buf as *const u8, iod.iod_name.iov_len);
+        let ak = akey(iod);
         let val = dkd.and_then(|g| g.akeys.get(ak));
         if akey_flags(flags, iod) & DAOS_COND_AKEY_FETCH != 0 && val.is_none() {
             return -DER_NONEXIST;
@@ -491,7 +496,7 @@ pub unsafe fn exec_fetch(
     for (i, iod) in iods.iter().enumerate() {
         let sgl = sgls.add(i);
         let size = sizes[i];
-        let ak = slice::from_raw_parts(iod.iod_name.iov_buf as *const u8, iod.iod_name.iov_len);
+        let ak = akey(iod);
         let val = if size == 0 { None } else { dkd.and_then(|g| g.akeys.get(ak)) };
         let mut cur = Cursor::new(sgl, true);
         let out = match val {

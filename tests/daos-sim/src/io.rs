@@ -436,8 +436,9 @@ pub unsafe fn exec_fetch(
     if flags & DAOS_COND_DKEY_FETCH != 0 && dkd.is_none() {
         return -DER_NONEXIST;
     }
-    // Pass 1: find each iod's stored record size, and check conditions and buffer sizes.
-    let mut sizes = Vec::with_capacity(iods.len());
+    // Pass 1: find each iod's value and stored record size, and check conditions and buffer
+    // sizes.
+    let mut found = Vec::with_capacity(iods.len());
     let mut rec2big = false;
     for (i, iod) in iods.iter().enumerate() {
         let ak = akey(iod);
@@ -480,10 +481,11 @@ pub unsafe fn exec_fetch(
                 rec2big = true;
             }
         }
-        sizes.push(size);
+        // Nothing to transfer when no record is found.
+        found.push((size, val.filter(|_| size != 0)));
     }
-    for (iod, &s) in iods.iter_mut().zip(&sizes) {
-        iod.iod_size = s;
+    for (iod, &(size, _)) in iods.iter_mut().zip(&found) {
+        iod.iod_size = size;
     }
     if rec2big {
         return -DER_REC2BIG;
@@ -495,9 +497,7 @@ pub unsafe fn exec_fetch(
     let mut bytes = 0u64;
     for (i, iod) in iods.iter().enumerate() {
         let sgl = sgls.add(i);
-        let size = sizes[i];
-        let ak = akey(iod);
-        let val = if size == 0 { None } else { dkd.and_then(|g| g.akeys.get(ak)) };
+        let (size, val) = found[i];
         let mut cur = Cursor::new(sgl, true);
         let out = match val {
             None => 0,

@@ -274,10 +274,6 @@ impl Engine {
         self.lanes.inflight()
     }
 
-    pub fn library(&self) -> &'static Library {
-        self.lib
-    }
-
     pub fn object(&self) -> &Object {
         &self.handles.as_ref().expect("handles live as long as the engine").obj
     }

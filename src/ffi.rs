@@ -279,7 +279,7 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
             return Status::InvalidParam as i32;
         }
         let keys: Vec<ObjectKey> =
-            std::slice::from_raw_parts(keys, n).iter().map(|k| ObjectKey::from_registration(bytes(k), 0)).collect();
+            std::slice::from_raw_parts(keys, n).iter().map(|k| ObjectKey::from_bytes(bytes(k))).collect();
         match engine.query_sizes(&keys) {
             Ok(found) => {
                 let out = std::slice::from_raw_parts_mut(sizes, n);

@@ -17,6 +17,11 @@ impl ObjectKey {
         }
     }
 
+    /// A key given as bytes (queryMem: the shim already applied the registration rule).
+    pub fn from_bytes(key: &[u8]) -> ObjectKey {
+        ObjectKey(key.into())
+    }
+
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }

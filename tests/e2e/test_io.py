@@ -19,6 +19,27 @@ def test_write_read_one_buffer(agent):
     assert_same(agent.get(dev, MiB), data)
 
 
+def test_descriptor_of_tens_of_mib(agent):
+    """One 48 MiB descriptor each way (an LMCache chunk of a large model)."""
+    size = 48 * MiB
+    data = pattern(size)
+    dev = agent.put(unique_key("big"), data)
+    assert_same(agent.get(dev, size), data)
+
+
+def test_unaligned_offsets_and_lengths(agent):
+    """Writes at odd offsets and odd lengths into one key, then reads spanning their seams."""
+    key, total = unique_key("odd"), 10_007
+    data = pattern(total)
+    agent.reg_dram(data)
+    dev = agent.reg_obj(key, total)
+    cuts = [0, 1, 4_099, 4_100, 7_777, total]
+    agent.xfer("WRITE", [(addr(data, a), b - a, 0) for a, b in zip(cuts, cuts[1:])],
+               [(a, b - a, dev) for a, b in zip(cuts, cuts[1:])])
+    assert_same(agent.get(dev, total), data, "whole key")
+    assert_same(agent.get(dev, 5_000, offset=3_333), data[3_333:8_333], "a read across three writes")
+
+
 def test_write_read_many_buffers_in_one_transfer(agent):
     n, size = 16, 256 * KiB
     src, dst = pattern(n * size), np.zeros(n * size, np.uint8)

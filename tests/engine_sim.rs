@@ -346,8 +346,10 @@ fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
     e.release(b);
     second.fill(0x11); // the caller reuses its buffer
     control("resume");
+    // The first request is past its deadline too, but may have completed since resume: either
+    // a timeout or a success is a truthful answer.
     let (outcome, _) = settle(&e, &a, Duration::from_secs(5));
-    assert!(outcome.is_err(), "the first request passed its deadline too");
+    assert!(matches!(outcome, Ok(Status::Success) | Err(Error::Timeout { .. })), "{outcome:?}");
     let start = Instant::now();
     while e.inflight() > 0 {
         assert!(start.elapsed() < Duration::from_secs(5));

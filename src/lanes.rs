@@ -3,7 +3,7 @@
 //! DAOS progresses only inside `daos_eq_poll`, and NIXL consumers call `checkXfer` every
 //! 0.1-100 ms; a thread per queue keeps RPCs (and, in daos-sim, their data copies) moving
 //! between those calls, in parallel across queues. Posting threads launch operations on a
-//! lane's queue directly; a lane holds at most `max_inflight` of them, the rest wait in its
+//! lane's queue directly; a lane holds at most its share of `max_inflight`, the rest wait in its
 //! queue and are launched by the lane as completions free room.
 //!
 //! Ownership: an `Op` (its event, iods, sgls, key) is a `Box` that belongs to DAOS from launch

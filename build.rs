@@ -1,14 +1,17 @@
-//! Build script: Rust declarations of libdaos from its C headers (bindgen), and the C++ shim
-//! that presents the engine to NIXL (cc).
+//! Build script: the Rust declarations of libdaos, and the C++ shim that presents the engine to
+//! NIXL (cc).
 //!
-//! Header search order: `DAOS_PREFIX/include`, then a system install (`/usr/include/daos.h`),
-//! then daos-sim's own headers. All three declare the same names and layouts.
+//! The declarations are committed (`src/daos/bindings.rs`), so the default build needs no
+//! libclang. `--features bindgen` regenerates them with bindgen from `DAOS_PREFIX/include`, else a
+//! system install (`/usr/include/daos.h`), else daos-sim's headers; `ci/check-bindings.sh` keeps
+//! the committed file equal to what bindgen produces.
 
 use std::env;
 use std::path::{Path, PathBuf};
 
-/// The libdaos functions the plugin calls. Everything is loaded at run time (dlopen), so the
+/// The libdaos functions the plugin calls (bindgen's allow-list). Everything is loaded at run time (dlopen), so the
 /// plugin loads into NIXL even where DAOS is not installed.
+#[cfg(feature = "bindgen")]
 const DAOS_FUNCTIONS: &[&str] = &[
     "daos_init",
     "daos_fini",
@@ -36,32 +39,35 @@ const DAOS_FUNCTIONS: &[&str] = &[
     "d_errstr",
 ];
 
+/// Where bindgen reads the DAOS headers: `DAOS_PREFIX/include`, else a system install, else
+/// daos-sim's own headers (which declare the same names and DAOS 2.8 layouts).
+#[cfg(feature = "bindgen")]
 fn daos_include_dir(manifest: &Path) -> PathBuf {
-    println!("cargo:rerun-if-env-changed=DAOS_PREFIX");
     if let Ok(prefix) = env::var("DAOS_PREFIX") {
         let dir = Path::new(&prefix).join("include");
-        println!("cargo:warning=nixl-daos: DAOS headers from DAOS_PREFIX ({})", dir.display());
+        println!("cargo:warning=nixl-daos: bindgen over DAOS headers from DAOS_PREFIX ({})", dir.display());
         return dir;
     }
     if Path::new("/usr/include/daos.h").exists() {
-        println!("cargo:warning=nixl-daos: DAOS headers from the system install (/usr/include)");
+        println!("cargo:warning=nixl-daos: bindgen over the system DAOS headers (/usr/include)");
         return PathBuf::from("/usr/include");
     }
-    let dir = manifest.join("tests/daos-sim/include");
-    println!(
-        "cargo:warning=nixl-daos: no DAOS headers found (set DAOS_PREFIX); using daos-sim's ({})",
-        dir.display()
-    );
-    dir
+    manifest.join("tests/daos-sim/include")
 }
 
-fn main() {
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-
-    // libdaos declarations.
-    let include = daos_include_dir(&manifest);
-    println!("cargo:rerun-if-changed=tests/daos-sim/include");
+/// `--features bindgen`: regenerate the declarations into OUT_DIR (and, with
+/// `NIXL_DAOS_BINDINGS_OUT=<file>`, also to that file, which is how
+/// `ci/check-bindings.sh` compares them with the committed `src/daos/bindings.rs`).
+#[cfg(feature = "bindgen")]
+fn daos_bindings(manifest: &Path, out: &Path) -> PathBuf {
+    println!("cargo:rerun-if-env-changed=NIXL_DAOS_BINDINGS_OUT");
+    let include = daos_include_dir(manifest);
+    if !include.join("daos.h").exists() {
+        panic!(
+            "nixl-daos: --features bindgen: no daos.h in {} (DAOS_PREFIX must be the prefix that holds include/daos.h)",
+            include.display()
+        );
+    }
     let mut builder = bindgen::Builder::default()
         .header_contents("wrapper.h", "#include <daos.h>\n#include <daos_errno.h>\n")
         .clang_arg(format!("-I{}", include.display()))
@@ -74,11 +80,46 @@ fn main() {
     for f in DAOS_FUNCTIONS {
         builder = builder.allowlist_function(f);
     }
-    builder
-        .generate()
-        .expect("bindgen failed on the DAOS headers")
-        .write_to_file(out.join("daos_bindings.rs"))
-        .expect("writing daos_bindings.rs");
+    let bindings = match builder.generate() {
+        Ok(b) => b,
+        Err(e) => panic!(
+            "nixl-daos: bindgen failed on the DAOS headers in {}: {e}. It needs libclang \
+             (Debian/Ubuntu: apt-get install libclang-dev; or set LIBCLANG_PATH). The default \
+             build needs neither: drop --features bindgen to use src/daos/bindings.rs.",
+            include.display()
+        ),
+    };
+    let file = out.join("daos_bindings.rs");
+    bindings.write_to_file(&file).expect("writing daos_bindings.rs");
+    if let Ok(copy) = env::var("NIXL_DAOS_BINDINGS_OUT") {
+        bindings.write_to_file(&copy).expect("writing NIXL_DAOS_BINDINGS_OUT");
+    }
+    file
+}
+
+/// Default build: the committed declarations, so no libclang is needed.
+#[cfg(not(feature = "bindgen"))]
+fn daos_bindings(manifest: &Path, out: &Path) -> PathBuf {
+    if env::var_os("DAOS_PREFIX").is_some() {
+        println!(
+            "cargo:warning=nixl-daos: DAOS_PREFIX is set but the committed declarations \
+             (src/daos/bindings.rs) are used; build with --features bindgen (needs libclang) to \
+             generate them from $DAOS_PREFIX/include instead"
+        );
+    }
+    let file = out.join("daos_bindings.rs");
+    std::fs::copy(manifest.join("src/daos/bindings.rs"), &file).expect("copying src/daos/bindings.rs");
+    file
+}
+
+fn main() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+
+    println!("cargo:rerun-if-env-changed=DAOS_PREFIX");
+    println!("cargo:rerun-if-changed=tests/daos-sim/include");
+    println!("cargo:rerun-if-changed=src/daos/bindings.rs");
+    daos_bindings(&manifest, &out);
 
     // The C++ shim between NIXL's plugin ABI and our C ABI (include/nixl_daos.h).
     let shim_dir = manifest.join("src/shim");
@@ -90,7 +131,13 @@ fn main() {
     println!("cargo:rerun-if-changed=src/shim");
     println!("cargo:rerun-if-changed=include");
     println!("cargo::rustc-check-cfg=cfg(nd_shim)");
-    if !sources.is_empty() {
+    // Without the shim the library has no nixl_plugin_init and NIXL cannot load it: fail here.
+    assert!(
+        !sources.is_empty(),
+        "nixl-daos: no C++ shim sources in {} (the plugin cannot load without them)",
+        shim_dir.display()
+    );
+    {
         println!("cargo:rustc-cfg=nd_shim");
         cc::Build::new()
             .cpp(true)

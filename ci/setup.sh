@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set-up shared by ci/test.sh and ci/bench.sh, from a fresh clone on a fresh machine:
-#   1. system packages bindgen and the C++ shim need (libclang, a C++ compiler), only if missing;
+#   1. the C++ compiler the shim needs, only if missing;
 #   2. the project venv (.venv, git-ignored) with the NIXL 1.5.1 wheel, numpy and pytest;
 #   3. the release build of the workspace: target/release/libplugin_DAOS.so and libdaos_sim.so.
 # Idempotent: a second run installs nothing and rebuilds only what changed.
@@ -13,37 +13,11 @@ cd "$ROOT"
 NIXL_WHEEL_VERSION=1.5.1
 VENV="$ROOT/.venv"
 
-say() { printf '== %s: %s\n' "${0##*/}" "$*"; }
-die() { printf '== %s: ERROR: %s\n' "${0##*/}" "$*" >&2; exit 1; }
-
-apt_updated=0
-apt_install() {
-	command -v apt-get >/dev/null || die "missing packages ($*) and no apt-get to install them"
-	[ "$(id -u)" = 0 ] || die "missing packages ($*); install them as root: apt-get install -y $*"
-	if [ "$apt_updated" = 0 ]; then
-		apt-get update -qq
-		apt_updated=1
-	fi
-	say "apt-get install $*"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
-
-# libclang as bindgen (clang-sys) finds it: LIBCLANG_PATH, LLVM's own lib dirs, the linker cache.
-have_libclang() {
-	local f
-	if [ -n "${LIBCLANG_PATH:-}" ]; then
-		for f in "$LIBCLANG_PATH"/libclang*.so*; do [ -e "$f" ] && return 0; done
-	fi
-	for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-*.so* \
-		/usr/lib/x86_64-linux-gnu/libclang*.so* /usr/lib64/libclang*.so* /usr/local/lib/libclang*.so*; do
-		[ -e "$f" ] && return 0
-	done
-	ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'
-}
+source "$ROOT/ci/lib.sh"
 
 # --- 1. system packages ------------------------------------------------------------------------
+# The default build needs no libclang: the libdaos declarations are committed (src/daos/bindings.rs).
 pkgs=()
-have_libclang || pkgs+=(libclang-dev clang)
 command -v c++ >/dev/null || command -v g++ >/dev/null || pkgs+=(g++)
 [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
 [ -d "$HOME/.cargo/bin" ] && case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) PATH="$HOME/.cargo/bin:$PATH" ;; esac

@@ -5,6 +5,9 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
+say "ci/check-bindings.sh (committed libdaos declarations == bindgen's output)"
+bash ci/check-bindings.sh
+
 say "cargo test --release --workspace"
 cargo test --release --workspace
 

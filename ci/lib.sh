@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Helpers shared by the ci/ scripts (sourced, not run).
+
+say() { printf '== %s: %s\n' "${0##*/}" "$*"; }
+die() { printf '== %s: ERROR: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+apt_updated=0
+apt_install() {
+	command -v apt-get >/dev/null || die "missing packages ($*) and no apt-get to install them"
+	[ "$(id -u)" = 0 ] || die "missing packages ($*); install them as root: apt-get install -y $*"
+	if [ "$apt_updated" = 0 ]; then
+		apt-get update -qq
+		apt_updated=1
+	fi
+	say "apt-get install $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# libclang as bindgen (clang-sys) loads it: libclang.so or libclang-<ver>.so, in LIBCLANG_PATH,
+# LLVM's lib dirs or the linker cache. libclang-cpp.so (which Debian ships without libclang) is
+# a different library and does not count.
+have_libclang() {
+	local f
+	for f in ${LIBCLANG_PATH:+"$LIBCLANG_PATH"/libclang.so*} ${LIBCLANG_PATH:+"$LIBCLANG_PATH"/libclang-[0-9]*.so*} \
+		/usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+		/usr/lib/x86_64-linux-gnu/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* \
+		/usr/lib64/libclang.so* /usr/local/lib/libclang.so*; do
+		[ -e "$f" ] && return 0
+	done
+	ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'
+}
+ensure_libclang() { have_libclang || apt_install libclang-dev; }

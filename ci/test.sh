@@ -11,6 +11,19 @@ bash ci/check-bindings.sh
 say "cargo test --release --workspace"
 cargo test --release --workspace
 
+say "shim ABI checks (tests/shim)"
+# Our vtable slot by slot against the wheel's POSIX engine; the shim alone (stub engine) and the
+# whole plugin (on daos-sim) through the real NIXL agent.
+"$VPY" tests/shim/check_vtable.py target/release/libplugin_DAOS.so >/dev/null || die "vtable check failed (run: $VPY tests/shim/check_vtable.py)"
+shimstub=$(mktemp -d)
+bash tests/shim/build-standalone.sh "$shimstub" >/dev/null
+"$VPY" tests/shim/check_nixl.py "$shimstub/libplugin_DAOS.so" --fail-param stub_fail=1 >/dev/null 2>&1 ||
+	die "shim check (stub engine) failed (run: $VPY tests/shim/check_nixl.py $shimstub/libplugin_DAOS.so --fail-param stub_fail=1)"
+NIXL_DAOS_LIBDAOS="$ROOT/target/release/libdaos_sim.so" "$VPY" tests/shim/check_nixl.py target/release/libplugin_DAOS.so \
+	--param pool=sim --param container=shimcheck --param create_container=true --fail-param fold=maybe >/dev/null 2>&1 ||
+	die "shim check (plugin on daos-sim) failed (run it without >/dev/null: see ci/test.sh)"
+rm -rf "$shimstub"
+
 say "pytest tests/e2e"
 # The outer timeout is a backstop for a hang inside a C call, where pytest cannot interrupt.
 rc=0

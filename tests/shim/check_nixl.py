@@ -4,7 +4,7 @@ translates: discovery, plugin params and memory types, create_backend (and its f
 DRAM/OBJ registration, WRITE/READ loopback (initialize_xfer and prepped), query_memory, a read of
 a missing object, deregistration.
 
-    .venv/bin/python src/shim/test/check_nixl.py <path/to/libplugin_DAOS.so> \
+    .venv/bin/python tests/shim/check_nixl.py <path/to/libplugin_DAOS.so> \
         [--param k=v ...] [--fail-param k=v ...]
 
 --param: backend parameters for create_backend; --fail-param: parameters that must make

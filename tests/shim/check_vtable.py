@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hold our engine's vtable against the wheel's POSIX engine, slot by slot.
 
-    python3 src/shim/test/check_vtable.py [path/to/libplugin_DAOS.so]   (default target/release/)
+    python3 tests/shim/check_vtable.py [path/to/libplugin_DAOS.so]   (default target/release/)
 
 Passes when both vtables have 27 slots (0-26, after offset-to-top and typeinfo) and every slot of
 ours points at a function with the method name POSIX has in that slot (argument types differ by
@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUR_VTABLE = re.compile(r"^_ZTVN9nixl_daos4shim.*DaosEngineE$")
 
 

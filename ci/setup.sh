@@ -60,6 +60,19 @@ fi
 "$VPY" -c 'import numpy, pytest' 2>/dev/null || pip_install numpy pytest
 "$VPY" -c 'import nixl_cu12._api' || die "nixl_cu12 does not import in $VENV"
 
+# Other NIXL releases for tests/e2e/test_nixl_versions.py (1.0.0: same engine ABI; 0.10.1: older,
+# refused), each in its own --target dir, plus a stub `torch` that their _api.py imports.
+OLD_WHEELS="$ROOT/.cache/nixl-wheels"
+for v in 1.0.0 0.10.1; do
+	[ -d "$OLD_WHEELS/$v/nixl_cu12" ] && continue
+	say "pip install --target .cache/nixl-wheels/$v nixl-cu12==$v"
+	"$VPY" -m pip install -q --disable-pip-version-check --no-deps --target "$OLD_WHEELS/$v" "nixl-cu12==$v" ||
+		say "could not install nixl-cu12==$v; its version test will be skipped"
+done
+mkdir -p "$OLD_WHEELS/torch-stub/torch"
+echo 'class Tensor: """Stands in for torch.Tensor: old nixl_cu12 wheels import torch at load."""' \
+	>"$OLD_WHEELS/torch-stub/torch/__init__.py"
+
 # --- 3. release build --------------------------------------------------------------------------
 say "cargo build --release"
 cargo build --release --workspace

@@ -84,6 +84,14 @@ extern "C" {
 #[no_mangle]
 pub extern "C" fn nixl_plugin_init() -> *mut c_void {
     crate::log::init();
+    if crate::host::host_nixl() == crate::host::Host::TooOld {
+        tracing::error!(
+            "DAOS backend: this NIXL predates 1.0 and its backend engine ABI differs from the one \
+             this plugin implements ({}); not loading. Upgrade NIXL (pip install 'nixl>=1.0')",
+            crate::host::SUPPORTED
+        );
+        return std::ptr::null_mut();
+    }
     catch_unwind(|| unsafe { nd_shim_plugin_init() }).unwrap_or(std::ptr::null_mut())
 }
 

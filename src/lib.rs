@@ -13,6 +13,7 @@ pub mod daos;
 pub mod engine;
 pub mod error;
 pub mod ffi;
+pub mod host;
 pub mod key;
 pub mod lanes;
 pub mod log;

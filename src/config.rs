@@ -95,12 +95,27 @@ fn label(name: &'static str, v: &str, env_name: &str) -> Result<String> {
     Ok(v.to_string())
 }
 
-/// Warns once per process about a parameter this backend does not read (LMCache and KVBM pass
-/// S3 parameters such as `bucket` to whatever backend they are given).
-fn warn_unknown(name: &str) {
+/// S3 parameter that names the container when `container` is not given: vLLM's and KVBM's object
+/// tiers hard-code the backend "OBJ" and pass only S3 parameters, so the plugin installed as OBJ
+/// takes their bucket as its container (created when missing).
+pub const BUCKET_ALIAS: &str = "bucket";
+
+/// Warns once per process about the parameters this backend does not read (LMCache and KVBM pass
+/// S3 parameters such as `endpoint_override` to whatever backend they are given): one line for
+/// each new set of names, not one per name or per engine.
+fn warn_unknown(names: &[&str]) {
     static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    if SEEN.get_or_init(Default::default).lock().unwrap().insert(name.to_string()) {
-        tracing::warn!("DAOS backend: ignoring unknown parameter {name:?}; known: {}", known_names());
+    let mut seen = SEEN.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    // Sorted: NIXL hands the parameters over in a hash map's order.
+    let mut new: Vec<&str> = names.iter().copied().filter(|n| seen.insert(n.to_string())).collect();
+    new.sort_unstable();
+    if !new.is_empty() {
+        tracing::warn!(
+            "DAOS backend: ignoring unknown parameter{} {}; known: {}, and {BUCKET_ALIAS} (the container when `container` is not given)",
+            if new.len() > 1 { "s" } else { "" },
+            new.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+            known_names()
+        );
     }
 }
 
@@ -115,11 +130,28 @@ impl Config {
 
     pub fn parse(params: &[(String, String)], env: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
         let mut given: Vec<(&'static str, &str)> = Vec::new();
+        let mut unknown: Vec<&str> = Vec::new();
+        let mut bucket: Option<&str> = None;
         for (k, v) in params {
             match PARAMS.iter().find(|(n, _)| n == k) {
                 Some((n, _)) => given.push((n, v.as_str())),
-                None => warn_unknown(k),
+                None if k == BUCKET_ALIAS && !v.trim().is_empty() => bucket = Some(v.as_str()),
+                None => unknown.push(k.as_str()),
             }
+        }
+        if !unknown.is_empty() {
+            warn_unknown(&unknown);
+        }
+        let is_given = |given: &[(&str, &str)], name: &str| given.iter().any(|(n, v)| *n == name && !v.trim().is_empty());
+        // An S3 consumer's bucket is the container unless `container` itself is given; such a
+        // consumer cannot create containers, so the bucket's is created when missing.
+        let from_bucket = bucket.filter(|_| !is_given(&given, "container"));
+        if let Some(b) = from_bucket {
+            given.push(("container", b));
+            if !is_given(&given, "create_container") {
+                given.push(("create_container", "true"));
+            }
+            tracing::info!("DAOS backend: container {b:?} from the S3 parameter {BUCKET_ALIAS} (created when missing)");
         }
         let defaults = defaults(env);
         let get = |name: &str| -> String {
@@ -224,8 +256,31 @@ mod tests {
 
     #[test]
     fn unknown_parameters_are_ignored() {
-        let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("bucket", "b"), ("endpoint_override", "x")]), &no_env);
+        let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("region", "b"), ("endpoint_override", "x")]), &no_env);
         assert!(c.is_ok());
+    }
+
+    #[test]
+    fn bucket_names_the_container_unless_container_is_given() {
+        let env = |n: &str| (n == "DAOS_POOL").then(|| "envpool".to_string());
+        // KVBM / vLLM object tier: only S3 parameters.
+        let s3 = [("bucket", "kvbm"), ("endpoint_override", "http://x"), ("region", "r")];
+        let c = Config::parse(&p(&s3), &env).unwrap();
+        assert_eq!((c.pool.as_str(), c.container.as_str(), c.create_container), ("envpool", "kvbm", true));
+        // An explicit container wins, and create_container keeps its own value.
+        let c = Config::parse(&p(&[("bucket", "kvbm"), ("container", "mine")]), &env).unwrap();
+        assert_eq!((c.container.as_str(), c.create_container), ("mine", false));
+        let c = Config::parse(&p(&[("bucket", "kvbm"), ("create_container", "false")]), &env).unwrap();
+        assert_eq!((c.container.as_str(), c.create_container), ("kvbm", false));
+        // The bucket also wins over $DAOS_CONT: the consumer named it for this engine.
+        let env2 = |n: &str| match n {
+            "DAOS_POOL" => Some("envpool".to_string()),
+            "DAOS_CONT" => Some("envcont".to_string()),
+            _ => None,
+        };
+        assert_eq!(Config::parse(&p(&[("bucket", "kvbm")]), &env2).unwrap().container, "kvbm");
+        // An empty bucket is no bucket.
+        assert_eq!(Config::parse(&p(&[("bucket", " ")]), &env2).unwrap().container, "envcont");
     }
 
     #[test]

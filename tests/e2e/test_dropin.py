@@ -23,7 +23,8 @@ SCRIPT = textwrap.dedent(
     from nixl_cu12._api import nixl_agent, nixl_agent_config
     a = nixl_agent("dropin", nixl_agent_config(backends=[]))
     plugins = a.get_plugin_list()
-    a.create_backend("OBJ", {"bucket": "kv", "endpoint_override": "http://unused"})
+    # KVBM / vLLM's object tier pass only S3 parameters: the bucket becomes the container.
+    a.create_backend("OBJ", {"bucket": "kvbm-dropin", "endpoint_override": "http://unused", "region": "r"})
     data = np.arange(1 << 16, dtype=np.uint8)
     back = np.zeros_like(data)
     a.register_memory([(data.ctypes.data, data.nbytes, 0, ""), (back.ctypes.data, back.nbytes, 0, "")], "DRAM")
@@ -46,11 +47,13 @@ SCRIPT = textwrap.dedent(
 def test_installed_as_obj_it_serves_obj_consumers(nixl_env):
     plugin_dir = tempfile.mkdtemp(prefix="nixl-daos-as-obj-")
     os.symlink(daoskit.PLUGIN_SO, os.path.join(plugin_dir, "libplugin_OBJ.so"))
-    env = dict(os.environ, NIXL_PLUGIN_DIR=plugin_dir)
+    env = dict(os.environ, NIXL_PLUGIN_DIR=plugin_dir, NIXL_LOG_LEVEL="INFO")
     p = subprocess.run([sys.executable, "-c", SCRIPT, str(HERE)], capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0, p.stdout + p.stderr[-4000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["plugins"] == ["OBJ"] and out["backend"] == "OBJ", out
     assert out["same"], "data written and read back through the name OBJ differ"
     assert out["query"] == [{"size": str(1 << 16)}], out
-    assert 'unknown parameter "bucket"' in p.stderr, p.stderr[-2000:]
+    assert 'container "kvbm-dropin" from the S3 parameter bucket' in p.stderr, p.stderr[-2000:]
+    assert "creating container" in p.stderr and "kvbm-dropin" in p.stderr, p.stderr[-2000:]
+    assert p.stderr.count('unknown parameters "endpoint_override", "region"') == 1, p.stderr[-2000:]

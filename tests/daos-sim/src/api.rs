@@ -764,6 +764,7 @@ pub unsafe extern "C" fn daos_obj_query_key(
     recx: *mut daos_recx_t,
     ev: *mut daos_event_t,
 ) -> c_int {
+    io::reset_query_recx(recx);
     let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
     if !tx_ok(th) {
         return finish(ev, -DER_NO_HDL);
@@ -771,6 +772,7 @@ pub unsafe extern "C" fn daos_obj_query_key(
     if let Err(rc) = io::check_query(&o, flags, dkey, akey, recx) {
         return finish(ev, rc);
     }
+    io::reset_query_dkey(flags, dkey);
     STATS.query.fetch_add(1, Relaxed);
     let a = QueryArgs { o, flags, dkey, akey, recx };
     submit(ev, obj_task(0, Box::new(move || unsafe { a.run() })))

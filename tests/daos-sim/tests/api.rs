@@ -719,11 +719,19 @@ fn query_key_max_recx() {
         assert_eq!(rx.rx_idx + rx.rx_nr, 5096);
         assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MIN | DAOS_GET_RECX, &mut dk, &mut ak, &mut rx, null_mut()), 0);
         assert_eq!((rx.rx_idx, rx.rx_nr), (0, 100));
-        // Absent dkey / akey.
+        // Absent dkey / akey: success with a zeroed recx, as DAOS 2.8 answers (its client
+        // merges the shards' DER_NONEXIST into rc 0); the stale recx must not survive.
         let mut nodk = key(b"x");
         let mut noak = key(b"x");
-        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, f, &mut nodk, &mut ak, &mut rx, null_mut()), -DER_NONEXIST);
-        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, f, &mut dk, &mut noak, &mut rx, null_mut()), -DER_NONEXIST);
+        for (d, a) in [(&mut nodk, &mut ak), (&mut dk, &mut noak)] {
+            rx = recx(7, 9);
+            assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, f, d, a, &mut rx, null_mut()), 0);
+            assert_eq!((rx.rx_idx, rx.rx_nr), (0, 0));
+        }
+        // Zeroed even when the query is rejected.
+        rx = recx(7, 9);
+        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_RECX, &mut dk, &mut ak, &mut rx, null_mut()), -DER_INVAL);
+        assert_eq!((rx.rx_idx, rx.rx_nr), (0, 0));
         // Flag rules.
         for bad in [DAOS_GET_RECX, DAOS_GET_MAX | DAOS_GET_MIN | DAOS_GET_RECX, DAOS_GET_MAX, DAOS_GET_MAX | DAOS_GET_DKEY, DAOS_GET_MAX | DAOS_GET_AKEY] {
             assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, bad, &mut dk, &mut ak, &mut rx, null_mut()), -DER_INVAL, "{bad}");
@@ -757,7 +765,16 @@ fn query_key_max_recx() {
         assert_eq!(daos_obj_query_key(o64, DAOS_TX_NONE, DAOS_GET_MIN | DAOS_GET_DKEY, &mut dk, null_mut(), null_mut(), null_mut()), 0);
         assert_eq!(u64::from_ne_bytes(out), 5);
     }
-    c.close(&[oh, o64]);
+    // GET_DKEY on an object with no dkey: success, the dkey left empty.
+    let empty = c.open(c.oid(3, DAOS_OT_DKEY_UINT64, OC_S1), DAOS_OO_RW);
+    unsafe {
+        let mut out = [0u8; 8];
+        let mut dk = d_iov_t::from_mut(&mut out);
+        dk.iov_len = 8;
+        assert_eq!(daos_obj_query_key(empty, DAOS_TX_NONE, DAOS_GET_MAX | DAOS_GET_DKEY, &mut dk, null_mut(), null_mut(), null_mut()), 0);
+        assert_eq!(dk.iov_len, 0);
+    }
+    c.close(&[oh, o64, empty]);
 }
 
 // ---------------------------------------------------------------------------------------------

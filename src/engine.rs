@@ -41,6 +41,14 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
                      using it (its class stays), so existing keys remain visible",
                     cont.label, recorded.hi, recorded.lo
                 );
+            } else if recorded.groups() < wanted.groups() {
+                // Recorded by an older plugin (no sharding hint) or before the pool grew.
+                tracing::warn!(
+                    "container {:?} keeps its keys in object {:#x}.{:#x} of {} redundancy group(s), where a new one would get {}: \
+                     its keys stay on fewer targets; to spread them, use a new container (its keys are a cache: \
+                     daos cont destroy + create, or another container label)",
+                    cont.label, recorded.hi, recorded.lo, recorded.groups(), wanted.groups()
+                );
             }
             Ok(recorded)
         }
@@ -112,6 +120,7 @@ impl Request {
 /// The DAOS handles of an engine; field order is close order.
 struct Handles {
     obj: Arc<Object>,
+    oid: ObjectId,
     _cont: Container,
     _pool: Pool,
     _init: InitGuard,
@@ -155,13 +164,15 @@ impl Engine {
                 expected: "an object class DAOS knows, such as SX, RP_2GX, RP_3GX or EC_2P1GX, or empty".into(),
             })?,
         };
-        let obj = Arc::new(Object::open(lib, &cont, object_id(lib, &cont, oclass, cfg.oclass.as_deref())?)?);
+        let oid = object_id(lib, &cont, oclass, cfg.oclass.as_deref())?;
+        let obj = Arc::new(Object::open(lib, &cont, oid)?);
         let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,
-            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, "DAOS backend ready"
+            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
+            groups = oid.groups(), "DAOS backend ready"
         );
-        let handles = Some(Handles { obj, _cont: cont, _pool: pool, _init: init });
+        let handles = Some(Handles { obj, oid, _cont: cont, _pool: pool, _init: init });
         Ok(Engine { cfg, lanes, handles, lib })
     }
 
@@ -276,6 +287,11 @@ impl Engine {
 
     pub fn object(&self) -> &Object {
         &self.handles.as_ref().expect("handles live as long as the engine").obj
+    }
+
+    /// Id of the object holding the keys (the one recorded in the container).
+    pub fn object_id(&self) -> ObjectId {
+        self.handles.as_ref().expect("handles live as long as the engine").oid
     }
 }
 

@@ -267,11 +267,22 @@ unsafe impl Sync for Object {}
 impl Object {
     /// The id DAOS gives object `lo` of class `oclass` (0: chosen from the container's
     /// redundancy factor and the pool's size). Local: no RPC.
+    ///
+    /// With `oclass` 0 it asks for the pool-wide sharding hint (`DAOS_OCH_SHD_MAX`): without a
+    /// hint DAOS gives a `MULTI_HASHED` object one redundancy group, so every key of the
+    /// container would land on the same target(s). DAOS ignores hints for an explicit class.
     pub fn generate_id(lib: &'static Library, cont: &Container, lo: u64, oclass: u32) -> Result<ObjectId, Error> {
         let mut oid = sys::daos_obj_id_t { lo, hi: 0 };
         // SAFETY: valid container handle and out pointer.
         let rc = unsafe {
-            lib.api.daos_obj_generate_oid2(cont.coh, &mut oid, sys::DAOS_OT_MULTI_HASHED as _, oclass, 0, 0)
+            lib.api.daos_obj_generate_oid2(
+                cont.coh,
+                &mut oid,
+                sys::DAOS_OT_MULTI_HASHED as _,
+                oclass,
+                sys::DAOS_OCH_SHD_MAX,
+                0,
+            )
         };
         lib.check("daos_obj_generate_oid", rc)?;
         Ok(ObjectId { lo: oid.lo, hi: oid.hi })
@@ -300,6 +311,13 @@ impl ObjectId {
         b[..8].copy_from_slice(&self.lo.to_le_bytes());
         b[8..].copy_from_slice(&self.hi.to_le_bytes());
         b
+    }
+
+    /// Number of redundancy groups the id encodes (DAOS's `daos_obj_id2grp_nr`: bits 32-47 of
+    /// `hi`). DAOS hashes each dkey to one group, so this is how many target groups the keys
+    /// are spread over.
+    pub fn groups(self) -> u32 {
+        ((self.hi >> 32) & 0xFFFF) as u32
     }
 
     pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {

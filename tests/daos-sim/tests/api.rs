@@ -119,6 +119,35 @@ fn busy_on_close_with_children() {
     c.close(&[]);
 }
 
+/// Group count DAOS 2.8 gives an `OC_UNKNOWN` object by type and sharding hint (dc_set_oclass),
+/// on the simulated 8-target pool at RF0: a MULTI_HASHED object without a hint gets one group,
+/// with `SHD_MAX` all 8 (what a real 4-target engine showed: 1 and 4).
+#[test]
+fn oid_groups_follow_the_sharding_hint() {
+    let c = setup("api-oid-hint");
+    let groups = |otype: u32, hints: u16| unsafe {
+        let mut oid = daos_obj_id_t { lo: 9, hi: 0 };
+        let rc = daos_obj_generate_oid2(c.coh, &mut oid, otype, OC_UNKNOWN, hints, 0);
+        (rc == 0).then_some(((oid.hi >> 32) & 0xFFFF) as u32).ok_or(rc)
+    };
+    assert_eq!(groups(DAOS_OT_MULTI_HASHED, 0), Ok(1));
+    assert_eq!(groups(DAOS_OT_MULTI_HASHED, DAOS_OCH_SHD_DEF), Ok(1));
+    assert_eq!(groups(DAOS_OT_MULTI_HASHED, DAOS_OCH_SHD_MAX), Ok(8));
+    assert_eq!(groups(DAOS_OT_MULTI_HASHED, DAOS_OCH_SHD_REG), Ok(8));
+    assert_eq!(groups(DAOS_OT_ARRAY_BYTE, 0), Ok(8));
+    assert_eq!(groups(DAOS_OT_KV_HASHED, DAOS_OCH_SHD_DEF), Ok(8));
+    assert_eq!(groups(DAOS_OT_ARRAY, DAOS_OCH_SHD_TINY), Ok(1));
+    assert_eq!(groups(DAOS_OT_MULTI_HASHED, DAOS_OCH_SHD_MAX | DAOS_OCH_SHD_TINY), Err(-DER_INVAL));
+    // Redundancy hints are ignored; an explicit class ignores the sharding hint.
+    assert_eq!(groups(DAOS_OT_MULTI_HASHED, DAOS_OCH_SHD_MAX | 1), Ok(8));
+    unsafe {
+        let mut oid = daos_obj_id_t { lo: 9, hi: 0 };
+        assert_eq!(daos_obj_generate_oid2(c.coh, &mut oid, DAOS_OT_MULTI_HASHED, OC_S1, DAOS_OCH_SHD_MAX, 0), 0);
+        assert_eq!((oid.hi >> 32) & 0xFFFF, 1);
+    }
+    c.close(&[]);
+}
+
 #[test]
 fn oid_generation_and_open() {
     let c = setup("api-oid");

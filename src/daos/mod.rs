@@ -8,6 +8,7 @@
 //! launch and reap.
 
 pub mod io;
+pub mod log_route;
 pub mod sys;
 
 use std::collections::HashMap;
@@ -32,6 +33,7 @@ impl Library {
         if let Some(lib) = map.get(path) {
             return Ok(lib);
         }
+        log_route::route();
         // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
         // the library the user named for exactly this purpose.
         let api = unsafe { sys::DaosApi::new(path) }.map_err(|e| Error::Load {

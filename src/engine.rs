@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::daos::io::IoKind;
-use crate::daos::{Container, InitGuard, Library, Object, ObjectId, Pool};
+use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
 use crate::attempt::Attempt;
@@ -139,15 +139,18 @@ impl Engine {
     pub fn create(cfg: Config) -> Result<Engine> {
         let lib = Library::load(&cfg.daos_lib)?;
         let init = lib.init()?;
-        let pool = Pool::connect(lib, &cfg.pool, &cfg.system).map_err(|e| {
-            Error::InvalidArg(format!(
-                "cannot connect to DAOS pool {:?} of system {:?}: {e}. Check the label (`dmg pool list`) \
-                 and that daos_agent runs on this host",
-                cfg.pool, cfg.system
-            ))
-            .with_der(e.der())
+        // A dead server must not block create_backend: every call below shares this bound.
+        let bound = Bound::from_now(cfg.timeout_ms);
+        let pool = Pool::connect(lib, &cfg.pool, &cfg.system, bound).map_err(|e| {
+            let check = if matches!(e, Error::Timeout { .. }) {
+                "Check that the DAOS servers are up (`dmg system query`)"
+            } else {
+                "Check the label (`dmg pool list`) and that daos_agent runs on this host"
+            };
+            Error::InvalidArg(format!("cannot connect to DAOS pool {:?} of system {:?}: {e}. {check}", cfg.pool, cfg.system))
+                .with_der(e.der())
         })?;
-        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container).map_err(|e| {
+        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
             let hint = if e.der() == Some(-crate::daos::sys::DER_NONEXIST) {
                 "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
             } else {

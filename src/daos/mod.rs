@@ -193,14 +193,34 @@ pub struct Pool {
 }
 
 impl Pool {
+    /// Connects within `bound`. The connect runs on a thread of its own: before anything goes
+    /// on an event, libdaos resolves the pool label with a synchronous RPC (`MGMT_POOL_FIND`),
+    /// which against a dead engine blocks its caller for CaRT's timeout (15 s measured). Past
+    /// the deadline the caller gets `Timeout` and the thread finishes on its own, holding its
+    /// own `daos_init` reference so libdaos stays initialised under it.
     pub fn connect(lib: &'static Library, label: &str, system: &str, bound: Bound) -> Result<Pool, Error> {
-        let names = (cstring("pool", label)?, cstring("system", system)?, daos_handle_t::default());
-        let (_, _, poh) = bounded(lib, "daos_pool_connect", bound, names, |(l, s, poh), ev| {
-            // SAFETY: strings and out handle live in bounded's state until the event is reaped
-            // (or forever, if it never is).
-            unsafe { lib.api.daos_pool_connect2(l.as_ptr(), s.as_ptr(), sys::DAOS_PC_RW, poh, std::ptr::null_mut(), ev) }
-        })?;
-        Ok(Pool { lib, poh, label: label.to_string() })
+        let (l, s) = (cstring("pool", label)?, cstring("system", system)?);
+        let label = label.to_string();
+        let init = lib.init()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("nixl-daos-connect".into())
+            .spawn(move || {
+                let mut poh = daos_handle_t::default();
+                // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
+                let rc = unsafe {
+                    lib.api.daos_pool_connect2(l.as_ptr(), s.as_ptr(), sys::DAOS_PC_RW, &mut poh, std::ptr::null_mut(), std::ptr::null_mut())
+                };
+                let result = lib.check("daos_pool_connect", rc).map(|_| Pool { lib, poh, label });
+                // Nobody waits any more: a late pool is dropped (disconnected) here.
+                let _ = tx.send(result);
+                drop(init);
+            })
+            .map_err(|e| Error::InvalidArg(format!("cannot start a thread to connect to the pool: {e}")))?;
+        match rx.recv_timeout(bound.deadline.saturating_duration_since(Instant::now())) {
+            Ok(result) => result,
+            Err(_) => Err(Error::Timeout { what: "daos_pool_connect".into(), ms: bound.ms }),
+        }
     }
 }
 

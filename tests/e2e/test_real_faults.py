@@ -74,18 +74,23 @@ class LocalDaos:
 
 @pytest.fixture
 def local_daos():
-    """The local engine; restarted after the test, which leaves it dead or crippled."""
+    """The local engine; restarted after the test (which leaves it dead or crippled) unless
+    the test says it left a working one."""
     d = LocalDaos(LOCAL)
+    d.needs_restart = True
     yield d
-    d.restart()
+    if d.needs_restart:
+        d.restart()
 
 
-def consumer(script: str, *args, timeout: float = 120) -> dict:
-    """Runs a consumer script in a subprocess; returns the JSON object of its last stdout line."""
+def consumer(script: str, *args, timeout: float = 120, with_stderr: bool = False):
+    """Runs a consumer script in a subprocess; returns the JSON object of its last stdout line
+    (and its stderr, where the plugin logs, with_stderr)."""
     proc = subprocess.run([sys.executable, "-c", script, str(HERE), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"consumer exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return (out, proc.stderr) if with_stderr else out
 
 
 PRELUDE = textwrap.dedent(
@@ -96,6 +101,14 @@ PRELUDE = textwrap.dedent(
     from daoskit import addr, np
     daoskit.prepare_environment()
     ERRS = daoskit.nixl_errors()
+
+    def restart():
+        # daos-local.sh stop + start (a fresh format), then the container again.
+        import subprocess
+        for cmd in ("stop", "start"):
+            subprocess.run(["bash", os.environ["NIXL_DAOS_LOCAL"], cmd], check=True, capture_output=True, timeout=240)
+        subprocess.run([os.environ["DAOS_LOCAL_BIN"] + "/daos", "cont", "create", os.environ["DAOS_POOL"],
+                        os.environ["DAOS_CONT"]], check=True, capture_output=True, timeout=120)
 
     def finish(agent, h, state, t_post, limit):
         # Polls one request to DONE or an error; returns (outcome, seconds since its post).
@@ -175,8 +188,15 @@ KILL_SCRIPT = PRELUDE + textwrap.dedent(
     except ERRS:
         create = "refused"
     create_s = time.monotonic() - t
+    # The same process, once the engine is back (a fresh format: the old keys are gone).
+    restart()
+    b = daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
+    dev = b.put(daoskit.unique_key("reborn"), data)
+    fresh_ok = bool((b.get(dev, size) == data).all())
+    b.close()
     print(json.dumps({"during": during, "query": q, "after": after, "query_after": q_after,
-                      "teardown_s": teardown_s, "create": create, "create_s": create_s}))
+                      "teardown_s": teardown_s, "create": create, "create_s": create_s,
+                      "fresh_ok": fresh_ok}))
     sys.stdout.flush()
     os._exit(0)  # DAOS's own teardown may still wait on the dead engine
     """
@@ -193,5 +213,76 @@ def test_engine_killed_under_load_fails_every_request_by_its_deadline(local_daos
         assert outcome == "ERR" and secs <= bound, out
     assert out["query"].get("s", 1e9) <= bound, out
     assert out["query_after"][0] == "ERR" and out["query_after"][1] <= bound, out
+    assert out["teardown_s"] < 3, out
+    assert out["create"] == "refused" and out["create_s"] <= bound + 1, out
+    assert out["fresh_ok"], out
+    local_daos.needs_restart = False  # the consumer restarted it
+
+
+AGENT_SCRIPT = PRELUDE + textwrap.dedent(
+    """
+    agent_pid, timeout_ms = int(sys.argv[2]), int(sys.argv[3])
+    a = daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
+    size = 1 << 20
+    data = daoskit.pattern(size)
+    key = daoskit.unique_key("agent")
+    dev = a.put(key, data)
+    before = bool((a.get(dev, size) == data).all())
+    os.kill(agent_pid, signal.SIGINT)
+    for _ in range(200):
+        if not os.path.exists(f"/proc/{agent_pid}"):
+            break
+        time.sleep(0.05)
+    time.sleep(1)  # let the servers act on the agent's departure
+    buf = np.zeros(size, np.uint8)
+    a.reg_dram(buf)
+    results = []
+    for op in ("READ", "WRITE", "READ"):
+        t = time.monotonic()
+        try:
+            h, st = a.post(op, [(addr(buf), size, 0)], [(0, size, dev)])
+            outcome = finish(a, h, st, t, timeout_ms / 1000 + 5)
+            a.release(h)
+        except ERRS:
+            outcome = ("ERR", time.monotonic() - t)
+        results.append(outcome)
+    t = time.monotonic()
+    try:
+        qa = repr(a.query([key]))
+    except ERRS:
+        qa = "ERR"
+    query = (qa, time.monotonic() - t)
+    t = time.monotonic()
+    a.close()
+    a.agent = None
+    del a
+    gc.collect()
+    teardown_s = time.monotonic() - t
+    t = time.monotonic()
+    try:
+        daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
+        create = "created"
+    except ERRS:
+        create = "refused"
+    create_s = time.monotonic() - t
+    print(json.dumps({"before": before, "results": results, "query": query, "teardown_s": teardown_s,
+                      "create": create, "create_s": create_s}))
+    sys.stdout.flush()
+    os._exit(0)
+    """
+)
+
+
+def test_agent_stopped_under_an_open_engine(local_daos):
+    out, err = consumer(AGENT_SCRIPT, local_daos.agent_pid(), TIMEOUT_MS, timeout=120, with_stderr=True)
+    bound = TIMEOUT_MS / 1000 + 0.5
+    assert out["before"], out
+    # DAOS evicts the process's handles when its agent goes: every later call fails at once,
+    # and the log says what happened and what to do.
+    for outcome, secs in out["results"]:
+        assert outcome in ("DONE", "ERR") and secs <= bound, out
+    if any(o == "ERR" for o, _ in out["results"]):
+        assert "DER_NO_HDL" in err and "daos_agent" in err, err[-3000:]
+    assert out["query"][1] <= bound, out
     assert out["teardown_s"] < 3, out
     assert out["create"] == "refused" and out["create_s"] <= bound + 1, out

@@ -62,9 +62,11 @@ class LocalDaos:
                 return int(stat.parent.name)
         raise AssertionError(f"no daos_engine child of daos_server {server}")
 
-    def restart(self) -> None:
+    def restart(self, **env: str) -> None:
+        """Stop and start (a fresh format), with daos-local.sh settings overridden by env."""
         for cmd in ("stop", "start"):
-            p = subprocess.run(["bash", self.script, cmd], capture_output=True, text=True, timeout=240)
+            p = subprocess.run(["bash", self.script, cmd], capture_output=True, text=True, timeout=240,
+                               env=dict(os.environ, **env))
             assert p.returncode == 0, f"daos-local.sh {cmd}: {p.stdout}{p.stderr}"
         bindir = os.environ["DAOS_LOCAL_BIN"]
         p = subprocess.run([f"{bindir}/daos", "cont", "create", os.environ["DAOS_POOL"], os.environ["DAOS_CONT"]],
@@ -286,3 +288,61 @@ def test_agent_stopped_under_an_open_engine(local_daos):
     assert out["query"][1] <= bound, out
     assert out["teardown_s"] < 3, out
     assert out["create"] == "refused" and out["create_s"] <= bound + 1, out
+
+
+FULL_SCRIPT = PRELUDE + textwrap.dedent(
+    """
+    # A pool too small for what is written into it: writes fail with a message naming the pool and
+    # what to do; once another container's space is freed, the same backend writes again.
+    pool, daos_bin = sys.argv[2], sys.argv[3]
+    import subprocess
+    size = 8 << 20
+    data = daoskit.pattern(size)
+    filler = daoskit.DaosAgent(params={"pool": pool, "container": "filler", "create_container": "true"})
+    kv = daoskit.DaosAgent(params={"pool": pool, "container": "kv", "create_container": "true"})
+    kv.put(daoskit.unique_key("before"), data[:4096])
+    filled, full_error = 0, None
+    for i in range(200):
+        try:
+            filler.put(daoskit.unique_key("fill"), data)
+            filled += 1
+        except ERRS as e:
+            full_error = type(e).__name__
+            break
+    try:
+        kv.put(daoskit.unique_key("while-full"), data)
+        kv_while_full = "written"
+    except ERRS:
+        kv_while_full = "refused"
+    filler.close()
+    filler.agent = None
+    del filler
+    gc.collect()
+    freed = subprocess.run([daos_bin + "/daos", "cont", "destroy", "--force", pool, "filler"],
+                           capture_output=True, text=True, timeout=120)
+    after, t = "refused", time.monotonic()
+    while time.monotonic() - t < 30:  # DAOS reclaims the space asynchronously
+        try:
+            dev = kv.put(daoskit.unique_key("after"), data)
+            after = "written" if (kv.get(dev, size) == data).all() else "corrupt"
+            break
+        except ERRS:
+            time.sleep(1)
+    kv.close()
+    print(json.dumps({"filled": filled, "full_error": full_error, "kv_while_full": kv_while_full,
+                      "freed_rc": freed.returncode, "after": after}))
+    sys.stdout.flush()
+    os._exit(0)
+    """
+)
+
+
+def test_full_pool_says_so_and_recovers_when_space_is_freed(local_daos):
+    """On an engine restarted with a small pool (the fixture restarts it as it was)."""
+    local_daos.restart(DAOS_LOCAL_POOL_SIZE="256MiB")
+    pool = os.environ["DAOS_POOL"]
+    out, err = consumer(FULL_SCRIPT, pool, os.environ["DAOS_LOCAL_BIN"], timeout=240, with_stderr=True)
+    assert out["full_error"] == "nixlBackendError" and 0 < out["filled"] < 200, out
+    line = next((l for l in err.splitlines() if "DER_NOSPACE" in l), "")
+    assert f"pool={pool}" in line and "out of space" in line and "dmg pool extend" in line, err[-3000:]
+    assert out["freed_rc"] == 0 and out["after"] == "written", out

@@ -20,7 +20,6 @@ pub struct ContH {
     pub poh: Arc<PoolH>,
     pub cont: Arc<ContData>,
     pub writable: bool,
-    pub open_objs: AtomicUsize,
 }
 
 pub struct ObjH {
@@ -122,9 +121,6 @@ pub fn insert(h: Hdl) -> daos_handle_t {
     match &h {
         Hdl::Cont(c) => {
             c.poh.open_conts.fetch_add(1, Ordering::Relaxed);
-        }
-        Hdl::Obj(o) => {
-            o.coh.open_objs.fetch_add(1, Ordering::Relaxed);
         }
         _ => {}
     }

@@ -133,6 +133,8 @@ pub struct Engine {
     /// closing the container or pool talks to the (presumably dead) server.
     handles: Option<Handles>,
     lib: &'static Library,
+    /// The process that created the engine: a forked child must not touch its DAOS state.
+    pid: u32,
 }
 
 impl Engine {
@@ -176,7 +178,7 @@ impl Engine {
             groups = oid.groups(), "DAOS backend ready"
         );
         let handles = Some(Handles { obj, oid, _cont: cont, _pool: pool, _init: init });
-        Ok(Engine { cfg, lanes, handles, lib })
+        Ok(Engine { cfg, lanes, handles, lib, pid: std::process::id() })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -290,6 +292,16 @@ impl Engine {
 
     pub fn object(&self) -> &Object {
         &self.handles.as_ref().expect("handles live as long as the engine").obj
+    }
+
+    /// `Err(Forked)` in a child forked after the engine was created: libdaos's network
+    /// context is shared with the parent and the lane threads did not survive the fork.
+    pub fn check_process(&self) -> Result<()> {
+        if std::process::id() == self.pid {
+            Ok(())
+        } else {
+            Err(Error::Forked { pid: self.pid })
+        }
     }
 
     /// Id of the object holding the keys (the one recorded in the container).

@@ -58,6 +58,11 @@ pub enum Error {
     ShuttingDown,
     #[error("a transfer of this request is still in flight")]
     RepostActive,
+    #[error(
+        "this DAOS backend was created in process {pid}; a forked child cannot use it (libdaos's \
+         connections and threads do not survive fork): create the backend in the child"
+    )]
+    Forked { pid: u32 },
 }
 
 /// What a DAOS error code means for the user of the backend, where there is more to say than
@@ -89,6 +94,7 @@ impl Error {
             | Error::ShortRead { .. }
             | Error::Timeout { .. }
             | Error::Context { .. }
+            | Error::Forked { .. }
             | Error::ShuttingDown => Status::Backend,
         }
     }

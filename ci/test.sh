@@ -52,9 +52,11 @@ real_pass() (
 	say "real DAOS: starting a single-node engine ($DAOS_LOCAL_TARGETS targets) with $REAL_DAOS"
 	bash "$REAL_DAOS" start >"$log" 2>&1 || { tail -30 "$log"; say "ERROR: real DAOS: the engine did not start (log: $log)"; exit 1; }
 	eval "$(bash "$REAL_DAOS" env)"
-	"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-ci >/dev/null
+	"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-ci >>"$log" 2>&1 || { tail -5 "$log"; say "ERROR: real DAOS: daos cont create failed"; exit 1; }
 	# NIXL_DAOS_LOCAL lets tests/e2e/test_real_faults.py kill and restart this engine.
-	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-ci NIXL_DAOS_LOCAL=$REAL_DAOS NIXL_DAOS_TEST_TARGETS=$DAOS_LOCAL_TARGETS
+	# NIXL_DAOS_LOCAL_STOPS: no restart after the last of them, the trap stops the engine anyway.
+	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-ci NIXL_DAOS_LOCAL=$REAL_DAOS NIXL_DAOS_LOCAL_STOPS=1 \
+		NIXL_DAOS_TEST_TARGETS=$DAOS_LOCAL_TARGETS
 	say "pytest tests/e2e against real DAOS (pool $DAOS_POOL, container $DAOS_CONT)"
 	pytest_pass "real DAOS" "$@"
 )

@@ -6,7 +6,8 @@ They run only against a local engine that the tests may kill and restart: NIXL_D
 the daos-local.sh that started it (ci/test.sh sets it), and DAOS_CONT is re-created after each
 restart. Each scenario runs its consumer in a subprocess, so that the consumer's process staying
 up is part of what is checked and DAOS state left behind by a dead server cannot leak into other
-tests. The file's name sorts it after the other e2e files; each test leaves a working engine.
+tests. The file's name sorts it after the other e2e files, and it leaves a working engine
+behind (see the `local_daos` fixture).
 """
 
 import json
@@ -38,6 +39,15 @@ class LocalDaos:
     def __init__(self, script: str):
         self.script = script
         self.run_dir = Path(os.environ.get("DAOS_LOCAL_DIR", "/tmp/daos-local")) / "run"
+        self.dirty = False  # left dead or crippled by a test
+        self.env: dict[str, str] = {}  # daos-local.sh settings of the running engine
+
+    def ensure(self, **env: str) -> None:
+        """A healthy engine started with these settings; then marked dirty for the test to come."""
+        if self.dirty or env != self.env:
+            self.restart(**env)
+            self.env = env
+        self.dirty = True
 
     def _pid(self, name: str) -> int:
         return int((self.run_dir / f"{name}.pid").read_text().strip())
@@ -74,14 +84,15 @@ class LocalDaos:
         assert p.returncode == 0, f"daos cont create: {p.stdout}{p.stderr}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def local_daos():
-    """The local engine; restarted after the test (which leaves it dead or crippled) unless
-    the test says it left a working one."""
+    """The local engine, shared by this file's tests: each one that leaves it dead, crippled or
+    resized marks it dirty, and the next one restarts it as it needs it (`ensure`), so no restart
+    is wasted. At the end it is restarted as it was, unless NIXL_DAOS_LOCAL_STOPS=1 says the
+    caller stops it right after (ci/test.sh)."""
     d = LocalDaos(LOCAL)
-    d.needs_restart = True
     yield d
-    if d.needs_restart:
+    if (d.dirty or d.env) and os.environ.get("NIXL_DAOS_LOCAL_STOPS") != "1":
         d.restart()
 
 
@@ -206,6 +217,7 @@ KILL_SCRIPT = PRELUDE + textwrap.dedent(
 
 
 def test_engine_killed_under_load_fails_every_request_by_its_deadline(local_daos):
+    local_daos.ensure()
     out = consumer(KILL_SCRIPT, local_daos.engine_pid(), TIMEOUT_MS, timeout=180)
     bound = TIMEOUT_MS / 1000 + 0.5
     for outcome, secs in out["during"]:
@@ -218,7 +230,7 @@ def test_engine_killed_under_load_fails_every_request_by_its_deadline(local_daos
     assert out["teardown_s"] < 3, out
     assert out["create"] == "refused" and out["create_s"] <= bound + 1, out
     assert out["fresh_ok"], out
-    local_daos.needs_restart = False  # the consumer restarted it
+    local_daos.dirty = False  # the consumer restarted it
 
 
 AGENT_SCRIPT = PRELUDE + textwrap.dedent(
@@ -276,6 +288,7 @@ AGENT_SCRIPT = PRELUDE + textwrap.dedent(
 
 
 def test_agent_stopped_under_an_open_engine(local_daos):
+    local_daos.ensure()
     out, err = consumer(AGENT_SCRIPT, local_daos.agent_pid(), TIMEOUT_MS, timeout=120, with_stderr=True)
     bound = TIMEOUT_MS / 1000 + 0.5
     assert out["before"], out
@@ -338,8 +351,8 @@ FULL_SCRIPT = PRELUDE + textwrap.dedent(
 
 
 def test_full_pool_says_so_and_recovers_when_space_is_freed(local_daos):
-    """On an engine restarted with a small pool (the fixture restarts it as it was)."""
-    local_daos.restart(DAOS_LOCAL_POOL_SIZE="256MiB")
+    """On an engine restarted with a small pool (restarted as it was afterwards)."""
+    local_daos.ensure(DAOS_LOCAL_POOL_SIZE="256MiB")
     pool = os.environ["DAOS_POOL"]
     out, err = consumer(FULL_SCRIPT, pool, os.environ["DAOS_LOCAL_BIN"], timeout=240, with_stderr=True)
     assert out["full_error"] == "nixlBackendError" and 0 < out["filled"] < 200, out

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # CI entry point (via .ci/run): set-up and release build (ci/setup.sh), the Rust tests of the whole
-# workspace, then the end-to-end tests through the real NIXL 1.5.1 agent against daos-sim.
+# workspace, then the end-to-end tests through the real NIXL 1.5.1 agent twice: against daos-sim,
+# and against a real single-node DAOS 2.8 engine when one can be had (../shared/daos/daos-local.sh
+# beside the repo, run as root; otherwise that pass is skipped with one line saying why).
 # Exits non-zero on any failure. Extra arguments go to pytest (e.g. ci/test.sh -k fold).
+#
+# The real pass holds /tmp/daos-real.lock from the engine's start to its stop (one engine per
+# machine: its control port is fixed) and always stops it, also on failure or interruption.
+# DAOS_LOCAL_TARGETS (default 2) sets the engine's targets; a user with their own pool runs
+# ci/e2e-testbed.sh instead.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -24,13 +31,58 @@ NIXL_DAOS_LIBDAOS="$ROOT/target/release/libdaos_sim.so" "$VPY" tests/shim/check_
 	die "shim check (plugin on daos-sim) failed (run it without >/dev/null: see ci/test.sh)"
 rm -rf "$shimstub"
 
-say "pytest tests/e2e"
 # The outer timeout is a backstop for a hang inside a C call, where pytest cannot interrupt.
-rc=0
-timeout --signal=KILL 900 "$VPY" -m pytest tests/e2e -v -ra --durations=10 "$@" || rc=$?
-case $rc in
-0) say "all tests passed" ;;
-5) die "pytest collected no tests" ;;
-137) die "pytest was killed after 900 s (a hang)" ;;
-*) die "pytest failed (exit $rc)" ;;
-esac
+pytest_pass() {
+	local what=$1 rc=0
+	shift
+	timeout --signal=KILL 900 "$VPY" -m pytest tests/e2e -v -ra --durations=10 "$@" || rc=$?
+	case $rc in
+	0) say "$what: all tests passed" ;;
+	5) say "ERROR: $what: pytest collected no tests" ;;
+	137) say "ERROR: $what: pytest was killed after 900 s (a hang)" ;;
+	*) say "ERROR: $what: pytest failed (exit $rc)" ;;
+	esac
+	return $rc
+}
+
+say "pytest tests/e2e against daos-sim"
+sim_rc=0
+pytest_pass "daos-sim" "$@" || sim_rc=$?
+
+REAL_DAOS=$(cd "$ROOT/.." && pwd)/shared/daos/daos-local.sh
+LOCK=/tmp/daos-real.lock
+
+# In a subshell: its EXIT trap stops the engine, and the lock (fd 9) is released when the
+# subshell and the engine's processes (which inherit it) are gone.
+real_pass() (
+	exec 9>"$LOCK"
+	say "real DAOS: waiting for $LOCK"
+	flock 9
+	trap 'say "real DAOS: stopping the engine"; bash "$REAL_DAOS" stop >/dev/null 2>&1 || true' EXIT
+	trap 'exit 130' INT TERM
+	export DAOS_LOCAL_TARGETS=${DAOS_LOCAL_TARGETS:-2}
+	local log=$ROOT/target/daos-local-start.log
+	say "real DAOS: starting a single-node engine ($DAOS_LOCAL_TARGETS targets) with $REAL_DAOS"
+	bash "$REAL_DAOS" start >"$log" 2>&1 || { tail -30 "$log"; say "ERROR: real DAOS: the engine did not start (log: $log)"; exit 1; }
+	eval "$(bash "$REAL_DAOS" env)"
+	"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-ci >>"$log" 2>&1 || { tail -5 "$log"; say "ERROR: real DAOS: daos cont create failed"; exit 1; }
+	# NIXL_DAOS_LOCAL lets tests/e2e/test_real_faults.py kill and restart this engine.
+	# NIXL_DAOS_LOCAL_STOPS: no restart after the last of them, the trap stops the engine anyway.
+	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-ci NIXL_DAOS_LOCAL=$REAL_DAOS NIXL_DAOS_LOCAL_STOPS=1 \
+		NIXL_DAOS_TEST_TARGETS=$DAOS_LOCAL_TARGETS
+	say "pytest tests/e2e against real DAOS (pool $DAOS_POOL, container $DAOS_CONT)"
+	pytest_pass "real DAOS" "$@"
+)
+
+real_rc=0
+if [ ! -f "$REAL_DAOS" ]; then
+	say "real DAOS pass skipped: no $REAL_DAOS (a real pool: ci/e2e-testbed.sh)"
+elif [ "$(id -u)" != 0 ]; then
+	say "real DAOS pass skipped: $REAL_DAOS needs root (a real pool: ci/e2e-testbed.sh)"
+else
+	real_pass "$@" || real_rc=$?
+fi
+
+[ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
+[ "$real_rc" = 0 ] || die "end-to-end tests against real DAOS failed"
+say "all tests passed"

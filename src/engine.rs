@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::daos::io::IoKind;
-use crate::daos::{Container, InitGuard, Library, Object, ObjectId, Pool};
+use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
 use crate::attempt::Attempt;
@@ -40,6 +40,14 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
                     "container {:?} already keeps its keys in object {:#x}.{:#x}, created with another class than oclass={name:?}; \
                      using it (its class stays), so existing keys remain visible",
                     cont.label, recorded.hi, recorded.lo
+                );
+            } else if recorded.groups() < wanted.groups() {
+                // Recorded by an older plugin (no sharding hint) or before the pool grew.
+                tracing::warn!(
+                    "container {:?} keeps its keys in object {:#x}.{:#x} of {} redundancy group(s), where a new one would get {}: \
+                     its keys stay on fewer targets; to spread them, use a new container (its keys are a cache: \
+                     daos cont destroy + create, or another container label)",
+                    cont.label, recorded.hi, recorded.lo, recorded.groups(), wanted.groups()
                 );
             }
             Ok(recorded)
@@ -112,6 +120,7 @@ impl Request {
 /// The DAOS handles of an engine; field order is close order.
 struct Handles {
     obj: Arc<Object>,
+    oid: ObjectId,
     _cont: Container,
     _pool: Pool,
     _init: InitGuard,
@@ -124,21 +133,26 @@ pub struct Engine {
     /// closing the container or pool talks to the (presumably dead) server.
     handles: Option<Handles>,
     lib: &'static Library,
+    /// The process that created the engine: a forked child must not touch its DAOS state.
+    pid: u32,
 }
 
 impl Engine {
     pub fn create(cfg: Config) -> Result<Engine> {
         let lib = Library::load(&cfg.daos_lib)?;
         let init = lib.init()?;
-        let pool = Pool::connect(lib, &cfg.pool, &cfg.system).map_err(|e| {
-            Error::InvalidArg(format!(
-                "cannot connect to DAOS pool {:?} of system {:?}: {e}. Check the label (`dmg pool list`) \
-                 and that daos_agent runs on this host",
-                cfg.pool, cfg.system
-            ))
-            .with_der(e.der())
+        // A dead server must not block create_backend: every call below shares this bound.
+        let bound = Bound::from_now(cfg.timeout_ms);
+        let pool = Pool::connect(lib, &cfg.pool, &cfg.system, bound).map_err(|e| {
+            let check = if matches!(e, Error::Timeout { .. }) {
+                "Check that the DAOS servers are up (`dmg system query`)"
+            } else {
+                "Check the label (`dmg pool list`) and that daos_agent runs on this host"
+            };
+            Error::InvalidArg(format!("cannot connect to DAOS pool {:?} of system {:?}: {e}. {check}", cfg.pool, cfg.system))
+                .with_der(e.der())
         })?;
-        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container).map_err(|e| {
+        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
             let hint = if e.der() == Some(-crate::daos::sys::DER_NONEXIST) {
                 "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
             } else {
@@ -155,14 +169,16 @@ impl Engine {
                 expected: "an object class DAOS knows, such as SX, RP_2GX, RP_3GX or EC_2P1GX, or empty".into(),
             })?,
         };
-        let obj = Arc::new(Object::open(lib, &cont, object_id(lib, &cont, oclass, cfg.oclass.as_deref())?)?);
+        let oid = object_id(lib, &cont, oclass, cfg.oclass.as_deref())?;
+        let obj = Arc::new(Object::open(lib, &cont, oid)?);
         let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,
-            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, "DAOS backend ready"
+            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
+            groups = oid.groups(), "DAOS backend ready"
         );
-        let handles = Some(Handles { obj, _cont: cont, _pool: pool, _init: init });
-        Ok(Engine { cfg, lanes, handles, lib })
+        let handles = Some(Handles { obj, oid, _cont: cont, _pool: pool, _init: init });
+        Ok(Engine { cfg, lanes, handles, lib, pid: std::process::id() })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -243,9 +259,9 @@ impl Engine {
         };
         attempt.status().inspect_err(|e| match e {
             Error::Timeout { .. } => tracing::error!(
-                "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
+                pool = %self.cfg.pool, "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
             ),
-            e => tracing::error!("DAOS transfer failed: {e}"),
+            e => tracing::error!(pool = %self.cfg.pool, "DAOS transfer failed: {e}"),
         })
     }
 
@@ -276,6 +292,21 @@ impl Engine {
 
     pub fn object(&self) -> &Object {
         &self.handles.as_ref().expect("handles live as long as the engine").obj
+    }
+
+    /// `Err(Forked)` in a child forked after the engine was created: libdaos's network
+    /// context is shared with the parent and the lane threads did not survive the fork.
+    pub fn check_process(&self) -> Result<()> {
+        if std::process::id() == self.pid {
+            Ok(())
+        } else {
+            Err(Error::Forked { pid: self.pid })
+        }
+    }
+
+    /// Id of the object holding the keys (the one recorded in the container).
+    pub fn object_id(&self) -> ObjectId {
+        self.handles.as_ref().expect("handles live as long as the engine").oid
     }
 }
 

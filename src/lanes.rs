@@ -71,10 +71,13 @@ impl Op {
         Ok(())
     }
 
-    /// What a completed size query says: the size, or None when the key does not exist.
+    /// What a completed size query says: the size, or None when the key does not exist. DAOS
+    /// 2.8 answers a never-written key with success and an empty recx (the client merges the
+    /// shards' `DER_NONEXIST` into rc 0), so an empty recx means absent; a written key always
+    /// has at least one record. `DER_NONEXIST` is kept as absent too (older clients).
     fn size_result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
         match rc {
-            0 => Ok(Some(self.io.size())),
+            0 => Ok(self.io.size()),
             rc if rc == -crate::daos::sys::DER_NONEXIST => Ok(None),
             rc => Err(self.daos_error(lib, rc)),
         }

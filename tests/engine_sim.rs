@@ -180,6 +180,18 @@ fn query_sizes_present_and_absent() {
     assert_eq!(e.query_sizes(&keys).unwrap(), vec![Some(12445), None]);
 }
 
+/// The keys' object is spread over every target the pool has (daos-sim: 8, RF0), not one
+/// redundancy group: the engine asks DAOS for the pool-wide sharding hint. A second engine
+/// reuses the recorded id.
+#[test]
+fn object_spans_all_targets() {
+    let _x = exclusive();
+    let e = engine("eng-groups", &[]);
+    assert_eq!(e.object_id().groups(), 8, "object {:?}", e.object_id());
+    let again = engine("eng-groups", &[]);
+    assert_eq!(again.object_id(), e.object_id());
+}
+
 #[test]
 fn deregistering_while_in_flight_is_safe() {
     let _x = exclusive();

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ using Params = std::unordered_map<std::string, std::string>; // nixl_b_params_t
 using MemList = std::vector<MemType>;                        // nixl_mem_list_t
 using QueryResp = std::optional<Params>;                     // nixl_query_resp_t
 using NotifList = std::vector<std::pair<std::string, std::string>>;
+using MemView = void *; // nixlMemViewH
 
 // Backend-private metadata of one registration: vptr + a flag.
 class BackendMD {
@@ -85,6 +87,11 @@ template <class Desc> struct DescList {
     MemType type;
     std::vector<Desc> descs;
 
+    // The accessors NIXL's descriptor list has (same names), so engine.cpp reads both the same way.
+    MemType getType() const { return type; }
+    int descCount() const { return static_cast<int>(descs.size()); }
+    const Desc &operator[](size_t i) const { return descs[i]; }
+
     DescList() = delete;
     DescList(const DescList &) = delete;
     DescList &operator=(const DescList &) = delete;
@@ -126,16 +133,20 @@ struct TelemetryEvent {
 class EngineBase {
   public:
     // What NIXL's inline base constructor does: copy type, custom params, local agent name and
-    // the telemetry flag.
-    explicit EngineBase(const InitParams &init)
-        : backendType(init.type),
-          customParams(init.customParams ? *init.customParams : Params{}),
-          localAgent(init.localAgent),
-          enableTelemetry(init.enableTelemetry) {}
+    // the telemetry flag. Takes a pointer, as NIXL's does.
+    explicit EngineBase(const InitParams *init)
+        : backendType(init->type),
+          customParams(init->customParams ? *init->customParams : Params{}),
+          localAgent(init->localAgent),
+          enableTelemetry(init->enableTelemetry) {}
     EngineBase(const EngineBase &) = delete;
     EngineBase &operator=(const EngineBase &) = delete;
 
     virtual ~EngineBase() = default; // slots 0 (complete) and 1 (deleting)
+
+    // Non-virtual accessors with NIXL's names (no slot, no layout change).
+    bool getInitErr() const noexcept { return initErr; }
+    const Params &getCustomParams() const noexcept { return customParams; }
 
     virtual bool supportsRemote() const = 0;        // 2
     virtual bool supportsLocal() const = 0;         // 3
@@ -155,11 +166,11 @@ class EngineBase {
                             const BackendOptArgs *opt_args) const = 0; // 12
     virtual Status checkXfer(BackendReqH *handle) const = 0;          // 13
     virtual Status releaseReqH(BackendReqH *handle) const = 0;        // 14
-    virtual Status prepMemView(const RemoteMetaList &descs, void *&view,
+    virtual Status prepMemView(const RemoteMetaList &descs, MemView &view,
                                const BackendOptArgs *opt_args) const = 0; // 15
-    virtual Status prepMemView(const MetaList &descs, void *&view,
+    virtual Status prepMemView(const MetaList &descs, MemView &view,
                                const BackendOptArgs *opt_args) const = 0; // 16
-    virtual void releaseMemView(void *view) const = 0;                    // 17
+    virtual void releaseMemView(MemView view) const = 0;                  // 17
     virtual Status getPublicData(const BackendMD *md, std::string &out) const = 0; // 18
     virtual Status getConnInfo(std::string &out) const = 0;                        // 19
     virtual Status loadRemoteConnInfo(const std::string &remote_agent,
@@ -196,6 +207,11 @@ struct PluginTable {
     Params (*get_backend_options)();
     MemList (*get_backend_mems)();
 };
+
+// Where the shim's own errors go (the in-tree build logs through NIXL's macros instead).
+inline void log_error(const char *where, const char *what) noexcept {
+    std::fprintf(stderr, "nixl-daos: %s: %s\n", where, what);
+}
 
 // ---- Layout checks against NIXL 1.5.x (NIXL_FACTS.md section 2) ----
 #pragma GCC diagnostic push

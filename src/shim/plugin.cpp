@@ -1,11 +1,13 @@
-// The plugin table NIXL gets from nixl_plugin_init. The exported nixl_plugin_init/_fini symbols
-// live in Rust (src/ffi.rs: a cdylib exports only Rust symbols) and call the two functions below.
+// The plugin table NIXL gets from nixl_plugin_init, for the standalone build only (the in-tree
+// build registers through NIXL's own plugin creator instead). The exported nixl_plugin_init/_fini
+// symbols live in Rust (src/ffi.rs: a cdylib exports only Rust symbols) and call the two
+// functions below.
 #include "engine.hpp"
 
 #include "nixl_daos.h"
 
-#include <algorithm>
-#include <vector>
+#include <exception>
+#include <memory>
 
 namespace nixl_daos::shim {
 namespace {
@@ -14,24 +16,22 @@ using namespace abi;
 
 const char *plugin_name() noexcept { return "DAOS"; }
 
-const char *plugin_version() noexcept {
-    const char *v = nd_plugin_version();
-    return v ? v : "unknown";
+// Never throws. Returns nullptr only on allocation failure; a failed Rust engine comes back with
+// initErr set (NIXL then reports the error and frees the engine through destroy_engine).
+EngineBase *create_engine(const InitParams *init) noexcept {
+    if (init == nullptr) return nullptr;
+    try {
+        return std::make_unique<DaosEngine>(init).release();
+    } catch (const std::exception &e) {
+        log_error("create_engine", e.what());
+    } catch (...) {
+        log_error("create_engine", "unknown C++ exception");
+    }
+    return nullptr;
 }
 
-// The backend parameters and their defaults, as the Rust engine lists them.
-Params backend_options() noexcept {
-    try {
-        nd_param probe{};
-        std::vector<nd_param> params(nd_plugin_params(&probe, 0));
-        params.resize(std::min(params.size(), nd_plugin_params(params.data(), params.size())));
-        Params out;
-        for (const nd_param &p : params)
-            if (p.key) out.emplace(p.key, p.value ? p.value : "");
-        return out;
-    } catch (...) {
-        return {};
-    }
+void destroy_engine(EngineBase *engine) noexcept {
+    delete engine; // the destructors do not throw
 }
 
 MemList backend_mems() noexcept {

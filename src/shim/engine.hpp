@@ -25,70 +25,116 @@ namespace nixl_daos::shim {
 // One DAOS backend instance. Constructed the way NIXL's plugin creator constructs engines (from
 // the init params); a Rust engine that fails to open leaves initErr set, and NIXL then reports
 // the error and destroys the engine.
-class DaosEngine final : public abi::EngineBase {
-  public:
-    explicit DaosEngine(const abi::InitParams *init);
-    ~DaosEngine() override;
+class nixlDaosEngine final : public abi::EngineBase {
+public:
+    explicit nixlDaosEngine(const abi::InitParams *init);
+    ~nixlDaosEngine() override;
 
-    bool supportsRemote() const override { return false; }
-    bool supportsLocal() const override { return true; }
-    bool supportsNotif() const override { return false; }
-    abi::MemList getSupportedMems() const override;
+    bool
+    supportsRemote() const override {
+        return false;
+    }
 
-    abi::Status registerMem(const abi::BlobDesc &mem, const abi::MemType &mem_type,
-                            abi::BackendMD *&out) override;
-    abi::Status deregisterMem(abi::BackendMD *md) override;
-    abi::Status connect(const std::string &) override;
-    abi::Status disconnect(const std::string &) override;
-    abi::Status unloadMD(abi::BackendMD *) override;
+    bool
+    supportsLocal() const override {
+        return true;
+    }
 
-    abi::Status prepXfer(const abi::XferOp &op, const abi::MetaList &local,
-                         const abi::MetaList &remote, const std::string &remote_agent,
-                         abi::BackendReqH *&handle,
-                         const abi::BackendOptArgs *opt_args) const override;
-    abi::Status postXfer(const abi::XferOp &op, const abi::MetaList &local,
-                         const abi::MetaList &remote, const std::string &remote_agent,
-                         abi::BackendReqH *&handle,
-                         const abi::BackendOptArgs *opt_args) const override;
-    abi::Status checkXfer(abi::BackendReqH *handle) const override;
-    abi::Status releaseReqH(abi::BackendReqH *handle) const override;
+    bool
+    supportsNotif() const override {
+        return false;
+    }
 
-    abi::Status prepMemView(const abi::RemoteMetaList &, abi::MemView &,
-                            const abi::BackendOptArgs *) const override;
-    abi::Status prepMemView(const abi::MetaList &, abi::MemView &,
-                            const abi::BackendOptArgs *) const override;
+    abi::MemList
+    getSupportedMems() const override;
+
+    abi::Status
+    registerMem(const abi::BlobDesc &mem,
+                const abi::MemType &mem_type,
+                abi::BackendMD *&out) override;
+    abi::Status
+    deregisterMem(abi::BackendMD *md) override;
+    abi::Status
+    connect(const std::string &) override;
+    abi::Status
+    disconnect(const std::string &) override;
+    abi::Status
+    unloadMD(abi::BackendMD *) override;
+
+    abi::Status
+    prepXfer(const abi::XferOp &op,
+             const abi::MetaList &local,
+             const abi::MetaList &remote,
+             const std::string &remote_agent,
+             abi::BackendReqH *&handle,
+             const abi::BackendOptArgs *opt_args) const override;
+    abi::Status
+    postXfer(const abi::XferOp &op,
+             const abi::MetaList &local,
+             const abi::MetaList &remote,
+             const std::string &remote_agent,
+             abi::BackendReqH *&handle,
+             const abi::BackendOptArgs *opt_args) const override;
+    abi::Status
+    checkXfer(abi::BackendReqH *handle) const override;
+    abi::Status
+    releaseReqH(abi::BackendReqH *handle) const override;
+
+    abi::Status
+    prepMemView(const abi::RemoteMetaList &,
+                abi::MemView &,
+                const abi::BackendOptArgs *) const override;
+    abi::Status
+    prepMemView(const abi::MetaList &, abi::MemView &, const abi::BackendOptArgs *) const override;
     void releaseMemView(abi::MemView) const override;
 
-    abi::Status getPublicData(const abi::BackendMD *, std::string &) const override;
-    abi::Status getConnInfo(std::string &) const override;
-    abi::Status loadRemoteConnInfo(const std::string &, const std::string &) override;
-    abi::Status loadRemoteMD(const abi::BlobDesc &, const abi::MemType &, const std::string &,
-                             abi::BackendMD *&out) override;
-    abi::Status loadLocalMD(abi::BackendMD *in, abi::BackendMD *&out) override;
-    abi::Status getNotifs(abi::NotifList &) override;
-    abi::Status genNotif(const std::string &, const std::string &) const override;
+    abi::Status
+    getPublicData(const abi::BackendMD *, std::string &) const override;
+    abi::Status
+    getConnInfo(std::string &) const override;
+    abi::Status
+    loadRemoteConnInfo(const std::string &, const std::string &) override;
+    abi::Status
+    loadRemoteMD(const abi::BlobDesc &,
+                 const abi::MemType &,
+                 const std::string &,
+                 abi::BackendMD *&out) override;
+    abi::Status
+    loadLocalMD(abi::BackendMD *in, abi::BackendMD *&out) override;
+    abi::Status
+    getNotifs(abi::NotifList &) override;
+    abi::Status
+    genNotif(const std::string &, const std::string &) const override;
 
-    abi::Status queryMem(const abi::BlobList &descs,
-                         std::vector<abi::QueryResp> &resp) const override;
+    abi::Status
+    queryMem(const abi::BlobList &descs, std::vector<abi::QueryResp> &resp) const override;
 
-    abi::Status estimateXferCost(const abi::XferOp &, const abi::MetaList &,
-                                 const abi::MetaList &, const std::string &,
-                                 abi::BackendReqH *const &, std::chrono::microseconds &,
-                                 std::chrono::microseconds &, abi::CostMethod &,
-                                 const abi::AgentOptArgs *) const override;
+    abi::Status
+    estimateXferCost(const abi::XferOp &,
+                     const abi::MetaList &,
+                     const abi::MetaList &,
+                     const std::string &,
+                     abi::BackendReqH *const &,
+                     std::chrono::microseconds &,
+                     std::chrono::microseconds &,
+                     abi::CostMethod &,
+                     const abi::AgentOptArgs *) const override;
 
-  private:
+private:
     nd_engine *engine_ = nullptr;
 };
 
 // The memory types the engine registers and transfers.
-abi::MemList supported_mems();
+abi::MemList
+supportedMems();
 
 // The backend parameters and their defaults, as the Rust engine lists them.
-abi::Params backend_options() noexcept;
+abi::Params
+backendOptions() noexcept;
 
 // The plugin version (the Rust crate's).
-const char *plugin_version() noexcept;
+const char *
+pluginVersion() noexcept;
 
 } // namespace nixl_daos::shim
 

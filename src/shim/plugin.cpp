@@ -12,48 +12,68 @@
 namespace nixl_daos::shim {
 namespace {
 
-using namespace abi;
+    using namespace abi;
 
-const char *plugin_name() noexcept { return "DAOS"; }
-
-// Never throws. Returns nullptr only on allocation failure; a failed Rust engine comes back with
-// initErr set (NIXL then reports the error and frees the engine through destroy_engine).
-EngineBase *create_engine(const InitParams *init) noexcept {
-    if (init == nullptr) return nullptr;
-    try {
-        return std::make_unique<DaosEngine>(init).release();
-    } catch (const std::exception &e) {
-        log_error("create_engine", e.what());
-    } catch (...) {
-        log_error("create_engine", "unknown C++ exception");
+    const char *
+    pluginName() noexcept {
+        return "DAOS";
     }
-    return nullptr;
-}
 
-void destroy_engine(EngineBase *engine) noexcept {
-    delete engine; // the destructors do not throw
-}
-
-MemList backend_mems() noexcept {
-    try {
-        return supported_mems();
-    } catch (...) {
-        return {};
+    // Never throws. Returns nullptr only on allocation failure; a failed Rust engine comes back
+    // with initErr set (NIXL then reports the error and frees the engine through destroyEngine).
+    EngineBase *
+    createEngine(const InitParams *init) noexcept {
+        if (init == nullptr) {
+            return nullptr;
+        }
+        try {
+            return std::make_unique<nixlDaosEngine>(init).release();
+        }
+        catch (const std::exception &e) {
+            logError("createEngine", e.what());
+        }
+        catch (...) {
+            logError("createEngine", "unknown C++ exception");
+        }
+        return nullptr;
     }
-}
 
-PluginTable table = {
-    1, // plugin API version NIXL 1.5.x accepts
-    create_engine, destroy_engine, plugin_name, plugin_version, backend_options, backend_mems,
-};
+    void
+    destroyEngine(EngineBase *engine) noexcept {
+        delete engine; // the destructors do not throw
+    }
+
+    MemList
+    backendMems() noexcept {
+        try {
+            return supportedMems();
+        }
+        catch (...) {
+            return {};
+        }
+    }
+
+    PluginTable table = {
+        1, // plugin API version NIXL 1.5.x accepts
+        createEngine,
+        destroyEngine,
+        pluginName,
+        pluginVersion,
+        backendOptions,
+        backendMems,
+    };
 
 } // namespace
 } // namespace nixl_daos::shim
 
 extern "C" {
 
-void *nd_shim_plugin_init(void) { return &nixl_daos::shim::table; }
+void *
+nd_shim_plugin_init(void) {
+    return &nixl_daos::shim::table;
+}
 
-void nd_shim_plugin_fini(void) {}
+void
+nd_shim_plugin_fini(void) {}
 
 } // extern "C"

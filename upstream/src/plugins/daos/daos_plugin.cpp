@@ -9,15 +9,15 @@
 
 namespace {
 
-using daos_plugin_t = nixlBackendPluginCreator<nixl_daos::shim::DaosEngine>;
+using daos_plugin_t = nixlBackendPluginCreator<nixl_daos::shim::nixlDaosEngine>;
 
 nixlBackendPlugin *
 daosPlugin() {
     return daos_plugin_t::create(NIXL_PLUGIN_API_VERSION,
                                  "DAOS",
-                                 nixl_daos::shim::plugin_version(),
-                                 nixl_daos::shim::backend_options(),
-                                 nixl_daos::shim::supported_mems());
+                                 nixl_daos::shim::pluginVersion(),
+                                 nixl_daos::shim::backendOptions(),
+                                 nixl_daos::shim::supportedMems());
 }
 
 } // namespace

@@ -44,7 +44,7 @@ using InitParams = nixlBackendInitParams;
 using EngineBase = nixlBackendEngine;
 
 inline void
-log_error(const char *where, const char *what) noexcept {
+logError(const char *where, const char *what) noexcept {
     NIXL_ERROR << "DAOS backend: " << where << ": " << what;
 }
 

@@ -21,7 +21,7 @@
 
 namespace gtest::plugins::daos {
 
-using nixl_daos::shim::DaosEngine;
+using nixl_daos::shim::nixlDaosEngine;
 using nixl_daos_test::daosParams;
 
 const std::string agent_name = "DaosAgent";
@@ -52,7 +52,7 @@ protected:
     static std::shared_ptr<nixlBackendEngine>
     makeEngine(nixl_b_params_t *params) {
         const nixlBackendInitParams init = initParams(params);
-        return std::make_shared<DaosEngine>(&init);
+        return std::make_shared<nixlDaosEngine>(&init);
     }
 
     // Posts a prepared request and polls it to the end (or 30 s).
@@ -61,7 +61,9 @@ protected:
         nixlBackendReqH *handle = nullptr;
         nixl_status_t st =
             localBackendEngine_->prepXfer(op, local, remote, agent_name, handle, nullptr);
-        if (st != NIXL_SUCCESS) return st;
+        if (st != NIXL_SUCCESS) {
+            return st;
+        }
         st = localBackendEngine_->postXfer(op, local, remote, agent_name, handle, nullptr);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         while (st == NIXL_IN_PROG && std::chrono::steady_clock::now() < deadline) {
@@ -139,7 +141,8 @@ TEST_P(daosEngineFixture, ReadOfMissingKeyFails) {
     std::vector<char> buf(4096, 0x5a);
     nixlBackendMD *dram_md = nullptr, *obj_md = nullptr;
     nixlBlobDesc dram(reinterpret_cast<uintptr_t>(buf.data()), buf.size(), 0);
-    nixlBlobDesc obj(nixlBasicDesc(0, buf.size(), 0), "daos-gtest-missing-" + std::to_string(getpid()));
+    nixlBlobDesc obj(nixlBasicDesc(0, buf.size(), 0),
+                     "daos-gtest-missing-" + std::to_string(getpid()));
     ASSERT_EQ(localBackendEngine_->registerMem(dram, DRAM_SEG, dram_md), NIXL_SUCCESS);
     ASSERT_EQ(localBackendEngine_->registerMem(obj, OBJ_SEG, obj_md), NIXL_SUCCESS);
 

@@ -29,8 +29,9 @@ daosParams(const nixl_b_params_t &extra = {}) {
         {"container", envOr("DAOS_CONT", "kv")},
         {"timeout_ms", "20000"},
     };
-    for (const auto &[k, v] : extra)
+    for (const auto &[k, v] : extra) {
         p[k] = v;
+    }
     return p;
 }
 

@@ -28,7 +28,9 @@ int failures = 0;
 void
 check(bool ok, const std::string &what) {
     std::cout << (ok ? "ok   " : "FAIL ") << what << std::endl;
-    if (!ok) ++failures;
+    if (!ok) {
+        ++failures;
+    }
 }
 
 // Posts a request and waits for its end (30 s at most); returns the final status.
@@ -54,7 +56,9 @@ transfer(nixlAgent &agent,
     args.backends.push_back(backend);
     nixlXferReqH *req = nullptr;
     nixl_status_t st = agent.createXferReq(op, local, remote, self, req, &args);
-    if (st != NIXL_SUCCESS) return st;
+    if (st != NIXL_SUCCESS) {
+        return st;
+    }
     st = runToEnd(agent, req);
     agent.releaseXferReq(req);
     return st;
@@ -80,8 +84,7 @@ main() {
 
     nixl_mem_list_t mems;
     nixl_b_params_t defaults;
-    check(agent.getPluginParams("DAOS", mems, defaults) == NIXL_SUCCESS,
-          "getPluginParams(DAOS)");
+    check(agent.getPluginParams("DAOS", mems, defaults) == NIXL_SUCCESS, "getPluginParams(DAOS)");
     check(mems == nixl_mem_list_t{DRAM_SEG, OBJ_SEG}, "memory types DRAM and OBJ");
     check(defaults.count("pool") && defaults.count("container") && defaults.count("fold") &&
               defaults.count("timeout_ms"),
@@ -94,8 +97,9 @@ main() {
 
     nixlBackendH *daos = nullptr;
     if (agent.createBackend("DAOS", nixl_daos_test::daosParams(), daos) != NIXL_SUCCESS) {
-        check(false, "createBackend(DAOS) on " +
-                         nixl_daos_test::envOr("NIXL_DAOS_LIBDAOS", NIXL_DAOS_TEST_SIM));
+        check(false,
+              "createBackend(DAOS) on " +
+                  nixl_daos_test::envOr("NIXL_DAOS_LIBDAOS", NIXL_DAOS_TEST_SIM));
         return 1;
     }
     check(true, "createBackend(DAOS)");
@@ -109,37 +113,45 @@ main() {
 
     nixl_reg_dlist_t dram(DRAM_SEG), obj(OBJ_SEG);
     dram.addDesc(nixlBlobDesc(reinterpret_cast<uintptr_t>(host.data()), host.size(), 0, ""));
-    for (size_t b = 0; b < blocks; ++b)
+    for (size_t b = 0; b < blocks; ++b) {
         obj.addDesc(nixlBlobDesc(0, block_len, b, "daos-agent-" + tag + "-" + std::to_string(b)));
+    }
     check(agent.registerMem(dram, &with_daos) == NIXL_SUCCESS, "register DRAM");
     check(agent.registerMem(obj, &with_daos) == NIXL_SUCCESS, "register 6 OBJ keys");
 
     // Layers of a block live in different places of host memory (layer-major) and are
     // contiguous in the key, as in a paged KV cache.
     nixl_xfer_dlist_t local(DRAM_SEG), remote(OBJ_SEG);
-    for (size_t b = 0; b < blocks; ++b)
+    for (size_t b = 0; b < blocks; ++b) {
         for (size_t l = 0; l < layers; ++l) {
             const uintptr_t addr =
                 reinterpret_cast<uintptr_t>(host.data()) + (l * blocks + b) * layer_len;
             local.addDesc(nixlBasicDesc(addr, layer_len, 0));
             remote.addDesc(nixlBasicDesc(l * layer_len, layer_len, b));
         }
+    }
 
-    for (size_t b = 0; b < blocks; ++b)
-        for (size_t l = 0; l < layers; ++l)
-            for (size_t i = 0; i < layer_len; ++i)
+    for (size_t b = 0; b < blocks; ++b) {
+        for (size_t l = 0; l < layers; ++l) {
+            for (size_t i = 0; i < layer_len; ++i) {
                 host[(l * blocks + b) * layer_len + i] = pattern(b, l * layer_len + i);
+            }
+        }
+    }
 
     check(transfer(agent, self, NIXL_WRITE, local, remote, daos) == NIXL_SUCCESS,
           "WRITE 6 blocks x 16 layer descriptors");
     std::fill(host.begin(), host.end(), 0);
-    check(transfer(agent, self, NIXL_READ, local, remote, daos) == NIXL_SUCCESS,
-          "READ them back");
+    check(transfer(agent, self, NIXL_READ, local, remote, daos) == NIXL_SUCCESS, "READ them back");
     size_t bad_bytes = 0;
-    for (size_t b = 0; b < blocks; ++b)
-        for (size_t l = 0; l < layers; ++l)
-            for (size_t i = 0; i < layer_len; ++i)
-                bad_bytes += host[(l * blocks + b) * layer_len + i] != pattern(b, l * layer_len + i);
+    for (size_t b = 0; b < blocks; ++b) {
+        for (size_t l = 0; l < layers; ++l) {
+            for (size_t i = 0; i < layer_len; ++i) {
+                bad_bytes +=
+                    host[(l * blocks + b) * layer_len + i] != pattern(b, l * layer_len + i);
+            }
+        }
+    }
     check(bad_bytes == 0, "every byte read back equals what was written");
 
     nixl_reg_dlist_t query(OBJ_SEG);
@@ -170,7 +182,8 @@ main() {
     check(agent.deregisterMem(obj, &with_daos) == NIXL_SUCCESS, "deregister OBJ");
     check(agent.deregisterMem(dram, &with_daos) == NIXL_SUCCESS, "deregister DRAM");
 
-    std::cout << (failures ? "FAILED: " + std::to_string(failures) + " check(s)" : "all checks passed")
+    std::cout << (failures ? "FAILED: " + std::to_string(failures) + " check(s)" :
+                             "all checks passed")
               << std::endl;
     return failures ? 1 : 0;
 }

@@ -14,6 +14,9 @@
 # `cargo fetch --locked` once on a machine that has never built this crate).
 # The workdir (default target/nixl-intree) is reused: the applied tree is synced into
 # <workdir>/nixl file by file, so a second run rebuilds only what changed.
+# NIXL's build needs (Debian 12): meson ninja-build cmake libgtest-dev libgmock-dev libgflags-dev
+# liburing-dev libaio-dev pybind11-dev libasio-dev libnuma-dev libhwloc-dev, with abseil, taskflow,
+# tomlplusplus and asio as meson subprojects inside the NIXL source (its with-subprojects tarball).
 # Environment: NIXL_COMMIT (git sources; default the commit upstream/ was made against),
 # JOBS (ninja -j, default 2), NIXL_DAOS_LIBDAOS/DAOS_POOL/DAOS_CONT (run the tests on a real pool).
 set -euo pipefail

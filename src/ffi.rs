@@ -103,6 +103,17 @@ pub extern "C" fn nixl_plugin_fini() {
     let _ = catch_unwind(|| unsafe { nd_shim_plugin_fini() });
 }
 
+/// Sends our log lines to the host's logger from the first engine on (see crate::log).
+#[no_mangle]
+pub extern "C" fn nd_set_log_sink(sink: Option<crate::log::Sink>) -> i32 {
+    let Some(sink) = sink else {
+        return Status::InvalidParam as i32;
+    };
+    // A second sink is ignored: the first one may already be in use.
+    crate::log::set_sink(sink);
+    Status::Success as i32
+}
+
 #[no_mangle]
 pub extern "C" fn nd_plugin_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

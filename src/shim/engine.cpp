@@ -111,6 +111,7 @@ namespace {
 nixlDaosEngine::nixlDaosEngine(const InitParams *init) : EngineBase(init) {
     // Creates the Rust engine from the custom params; on failure sets initErr (the reason is
     // logged by the Rust side).
+    installLogSink(); // before the first engine: the Rust side picks its log sink then
     std::vector<nd_param> params;
     params.reserve(getCustomParams().size());
     for (const auto &[key, value] : getCustomParams()) {

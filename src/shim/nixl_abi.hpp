@@ -277,6 +277,11 @@ struct PluginTable {
     MemList (*get_backend_mems)();
 };
 
+// The standalone plugin leaves the Rust engine's log lines on stderr (the wheels' NIXL logs there
+// too); the in-tree build routes them through NIXL's logger instead.
+inline void
+installLogSink() noexcept {}
+
 // Where the shim's own errors go (the in-tree build logs through NIXL's macros instead).
 inline void
 logError(const char *where, const char *what) noexcept {

@@ -9,6 +9,9 @@
 
 #include "backend/backend_plugin.h"
 #include "common/nixl_log.h"
+#include "nixl_daos.h"
+
+#include <string_view>
 
 namespace nixl_daos::abi {
 
@@ -42,6 +45,34 @@ using BackendOptArgs = nixl_opt_b_args_t;
 using AgentOptArgs = nixl_opt_args_t;
 using InitParams = nixlBackendInitParams;
 using EngineBase = nixlBackendEngine;
+
+// The Rust engine's log lines, through NIXL's macros (so NIXL's format, sinks and level apply).
+extern "C" inline void
+forwardEngineLog(int level, const char *msg, size_t len) {
+    const std::string_view line(msg, len);
+    switch (level) {
+    case ND_LOG_ERROR:
+        NIXL_ERROR << line;
+        break;
+    case ND_LOG_WARN:
+        NIXL_WARN << line;
+        break;
+    case ND_LOG_INFO:
+        NIXL_INFO << line;
+        break;
+    case ND_LOG_DEBUG:
+        NIXL_DEBUG << line;
+        break;
+    default:
+        NIXL_TRACE << line;
+        break;
+    }
+}
+
+inline void
+installLogSink() noexcept {
+    nd_set_log_sink(&forwardEngineLog);
+}
 
 inline void
 logError(const char *where, const char *what) noexcept {

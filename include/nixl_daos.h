@@ -40,6 +40,13 @@ typedef struct {
 enum { ND_MEM_DRAM = 0, ND_MEM_VRAM = 1, ND_MEM_BLK = 2, ND_MEM_OBJ = 3, ND_MEM_FILE = 4 };
 enum { ND_OP_READ = 0, ND_OP_WRITE = 1 };
 
+/* Log lines go to stderr unless the host installs a sink first (before any nd_engine_create):
+ * one call per line, level 0 trace, 1 debug, 2 info, 3 warn, 4 error; msg is not NUL-terminated.
+ * The sink must be callable from any thread for the life of the process. The first one stays. */
+enum { ND_LOG_TRACE = 0, ND_LOG_DEBUG = 1, ND_LOG_INFO = 2, ND_LOG_WARN = 3, ND_LOG_ERROR = 4 };
+typedef void (*nd_log_sink)(int level, const char *msg, size_t len);
+int nd_set_log_sink(nd_log_sink sink);
+
 /* Plugin level: version string and the backend parameters with their defaults. */
 const char *nd_plugin_version(void);
 /* Writes up to cap entries (static strings) into out; returns how many exist. */

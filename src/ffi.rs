@@ -6,7 +6,9 @@
 //! handed out by this module and not yet freed; arrays hold the count given.
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, CStr, CString};
+#[cfg(nd_shim)]
+use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -99,6 +101,17 @@ pub extern "C" fn nixl_plugin_init() -> *mut c_void {
 #[no_mangle]
 pub extern "C" fn nixl_plugin_fini() {
     let _ = catch_unwind(|| unsafe { nd_shim_plugin_fini() });
+}
+
+/// Sends our log lines to the host's logger from the first engine on (see crate::log).
+#[no_mangle]
+pub extern "C" fn nd_set_log_sink(sink: Option<crate::log::Sink>) -> i32 {
+    let Some(sink) = sink else {
+        return Status::InvalidParam as i32;
+    };
+    // A second sink is ignored: the first one may already be in use.
+    crate::log::set_sink(sink);
+    Status::Success as i32
 }
 
 #[no_mangle]

@@ -158,7 +158,7 @@ impl Engine {
         let obj = Arc::new(Object::open(lib, &cont, object_id(lib, &cont, oclass, cfg.oclass.as_deref())?)?);
         let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
         tracing::info!(
-            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,
+            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
             queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, "DAOS backend ready"
         );
         let handles = Some(Handles { obj, _cont: cont, _pool: pool, _init: init });

@@ -13,7 +13,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
 /// Payload of one RPC under `fold=auto`, chosen from measurements on a real DAOS engine
 /// (README, "Folding"; bench/fold_policy.py).
-pub const DEFAULT_RPC_TARGET_BYTES: u64 = 1 << 20;
+pub const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {

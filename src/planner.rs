@@ -193,6 +193,52 @@ fn add<'a>(folds: &mut Vec<Fold>, open: &mut OpenFolds<'a>, key: &'a ObjectKey, 
     folds.push(Fold { key: key.clone(), extents: vec![ext] });
 }
 
+/// The payload limit of each key's RPCs under a `Sized` policy: a key of `total` bytes needs
+/// n = ceil(total / target) RPCs, and packing up to total / n each (rounded up to a whole number
+/// of the key's largest descriptor, when that stays within the target) splits it into n about
+/// equal RPCs, not n - 1 full ones and a small tail: 10 layers of 1 MiB under an 8 MiB target go
+/// out as 5 + 5, not 8 + 2; 40 layers of 32 KiB under 1 MiB as 2 x 640 KiB.
+struct Balanced<'a> {
+    target: u64,
+    last: Option<(&'a ObjectKey, u64)>,
+    per_key: HashMap<&'a ObjectKey, u64>,
+}
+
+impl<'a> Balanced<'a> {
+    fn new(pairs: &'a [Pair], target: u64) -> Balanced<'a> {
+        let target = target.max(1);
+        let mut sums: HashMap<&'a ObjectKey, (u64, u64)> = HashMap::new();
+        for p in pairs {
+            let e = sums.entry(&p.key).or_default();
+            e.0 = e.0.saturating_add(p.len);
+            e.1 = e.1.max(p.len);
+        }
+        let per_key = sums
+            .into_iter()
+            .map(|(k, (total, largest))| {
+                let share = total.div_ceil(total.div_ceil(target).max(1));
+                let limit = match share.div_ceil(largest.max(1)).checked_mul(largest) {
+                    Some(l) if l <= target => l.max(1),
+                    _ => target,
+                };
+                (k, limit)
+            })
+            .collect();
+        Balanced { target, last: None, per_key }
+    }
+
+    fn get(&mut self, key: &'a ObjectKey) -> u64 {
+        if let Some((k, limit)) = self.last {
+            if k == key {
+                return limit;
+            }
+        }
+        let limit = self.per_key.get(key).copied().unwrap_or(self.target);
+        self.last = Some((key, limit));
+        limit
+    }
+}
+
 /// Length of the pieces a descriptor of `len` bytes is cut into under a `target` payload: about
 /// equal pieces of at most `target`, so that a 1.5 MiB descriptor becomes two of 768 KiB, not
 /// 1 MiB and 512 KiB; a multiple of 4 KiB where that stays within `target`, so that pieces
@@ -210,6 +256,10 @@ fn piece_len(len: u64, target: u64) -> u64 {
 pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
     let mut folds: Vec<Fold> = Vec::new();
     let mut open = OpenFolds::default();
+    let mut balanced = match policy {
+        FoldPolicy::Sized { target } => Some(Balanced::new(pairs, target)),
+        _ => None,
+    };
     for p in pairs {
         if p.len == 0 {
             continue;
@@ -227,7 +277,7 @@ pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
             FoldPolicy::Off => folds.push(Fold { key: p.key.clone(), extents: vec![ext] }),
             FoldPolicy::PerKey => add(&mut folds, &mut open, &p.key, ext, u64::MAX),
             FoldPolicy::Sized { target } => {
-                let target = target.max(1);
+                let target = balanced.as_mut().expect("sized plans have the balanced targets").get(&p.key);
                 let piece = if p.len > target { piece_len(p.len, target) } else { p.len };
                 let mut done = 0;
                 while done < p.len {
@@ -381,6 +431,20 @@ mod tests {
         assert!(folds.iter().all(|f| f.extents.len() == 4));
         // Folds of one key come one after another, so the lanes (round robin) spread them.
         assert!(folds[..10].iter().all(|f| f.key == key("blk0")));
+    }
+
+    #[test]
+    fn sized_splits_a_key_into_equal_rpcs() {
+        let sizes = |pairs: &[Pair], target| plan(pairs, sized(target)).unwrap().iter().map(|f| f.bytes()).collect::<Vec<_>>();
+        // 10 MiB under 8 MiB: 5 + 5, not 8 + 2; 1.25 MiB under 1 MiB: 640 + 640 KiB.
+        assert_eq!(sizes(&kv(1, 10, MIB), 8 * MIB), [5 * MIB, 5 * MIB]);
+        assert_eq!(sizes(&kv(1, 40, 32 * KIB), MIB), [640 * KIB, 640 * KIB]);
+        // Where equal shares do not fall on whole layers, whole layers up to the target.
+        assert_eq!(sizes(&kv(1, 10, MIB), 4 * MIB), [4 * MIB, 4 * MIB, 2 * MIB]);
+        // Each key is balanced on its own total.
+        let mut pairs = kv(1, 10, MIB);
+        pairs.extend((0..3).map(|l| pair("other", (1 << 40) + l * MIB, l * MIB, MIB)));
+        assert_eq!(sizes(&pairs, 8 * MIB), [5 * MIB, 5 * MIB, 3 * MIB]);
     }
 
     #[test]

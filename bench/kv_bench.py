@@ -9,16 +9,20 @@ Workloads (all sizes times --scale, except queryMem):
   lmcache  one descriptor per key, 8 MiB chunks, as many bytes as `ref`
   query    queryMem of 10,000 keys, half present, from 1 and from 16 threads
 
-Contenders: the DAOS plugin with fold=true and fold=false, on daos-sim with no modeled cost (the
-plugin's and the simulator's own overhead) and with a modeled network (+net; see NetModel and the
-comment above it: a link below this machine's copy rate and a serialised per-RPC cost); POSIX
+Contenders: the DAOS plugin with its default fold policy (fold=auto), fold=true and fold=false,
+on daos-sim with no modeled cost (the plugin's and the simulator's own overhead), fold and nofold
+with a modeled network (+net; see NetModel and the comment above it: a link below this machine's
+copy rate and a serialised per-RPC cost), or with --real on a real DAOS pool (real-default,
+real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
 the same bytes with 1 thread and with one thread per core, first and again last (the faster
 counts; a change of more than 15% is reported as NOISY).
 
 Every transfer goes through the same harness: one NIXL request per key, a window of --window
 requests in flight, check_xfer_state on each after a --poll-ms sleep, as KVBM and LMCache drive
-NIXL. --handles prepared (default): each key's handle is made once before the clock and reposted
+NIXL. Three ops per workload: write (every rep to keys never written, storage allocated inside
+the clock: the headline write, as KV offload writes each block once), overwrite (the last keys
+again) and read. --handles prepared (default): each key's handle is made once before the clock and reposted
 by every rep (as nixlbench); --handles per-transfer: initialize_xfer and release_xfer_handle
 around every request, timed. Every read rep is verified against the source (poisoned
 destination, full compare), so a fast wrong answer cannot win. Storage is freed between

@@ -2,21 +2,20 @@
 //! into `Fold`s, each one DAOS RPC on one key. Pure: no I/O, no DAOS.
 //!
 //! How descriptors become RPCs is the `FoldPolicy`:
-//! - `Sized` (the default, `fold=auto`): descriptors of one key fold into one RPC while its
-//!   payload stays within a target, and a descriptor larger than the target is cut into pieces
-//!   of the target. Small layers then cost one RPC per key, and large ones go out as several
-//!   medium RPCs that DAOS pipelines: measured on a real engine, one 40 MiB RPC per key runs at
-//!   half the speed of forty 1 MiB RPCs (the client checksums a whole RPC in the posting thread
-//!   before its bulk transfer starts, and one bulk transfer does not overlap with itself),
-//!   while 64 RPCs of 4 KiB per key run 5-7x slower than one (bench/fold_policy.py).
+//! - `Sized` (the default, `fold=auto`): a key's descriptors fold into RPCs of up to
+//!   `rpc_target_bytes` of payload, a key larger than that is split into about equal RPCs, and a
+//!   descriptor larger than that is cut into equal pieces. Small layers then cost one RPC per
+//!   key (on a real engine 4 KiB and 64 KiB layers run 1.4-3x faster folded than one RPC per
+//!   layer), while a very large key still goes out as several RPCs that DAOS can pipeline (its
+//!   bulk transfers and server-side processing overlap across RPCs in flight).
 //! - `PerKey` (`fold=true`): all descriptors of a request that target the same key in one RPC.
 //! - `Off` (`fold=false`): one RPC per descriptor.
 //!
 //! Within a fold, neighbours contiguous on both sides merge into one extent, in the order they
 //! were given. Every policy also closes a fold where DAOS requires or prefers it: recxs of one
-//! iod must not overlap, and the RPC body (recxs and their checksums; the data goes by bulk
-//! above ~19 KiB) must stay within DAOS's 20 KiB RPC size, past which CaRT needs an extra round
-//! trip to fetch the body (`rpc_body_bytes`).
+//! iod must not overlap, and the RPC body (the recxs, and their checksums where the container
+//! has them; the data itself goes by bulk transfer above ~19 KiB) must stay within DAOS's 20 KiB
+//! RPC size, past which the server needs an extra round trip to fetch the body.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -32,8 +31,9 @@ pub const DAOS_RPC_SIZE: u64 = 20 * 1024;
 const RPC_HEADER_BYTES: u64 = 1024;
 /// One recx (index, count) plus the checksum-info header DAOS sends for it.
 const EXTENT_BODY_BYTES: u64 = 16 + 24;
-/// Checksums are on by default: one per chunk of 32 KiB (the container default), up to 8 bytes
-/// each (crc64; crc32 takes 4).
+/// Checksums, budgeted as if the container had them on (a container created with default
+/// properties has them off; one with `cksum` set sends one per 32 KiB chunk, the default chunk
+/// size, of up to 8 bytes: crc64), so that a fold fits one RPC either way.
 const CSUM_CHUNK: u64 = 32 * 1024;
 const CSUM_BYTES: u64 = 8;
 
@@ -276,7 +276,7 @@ pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
         match policy {
             FoldPolicy::Off => folds.push(Fold { key: p.key.clone(), extents: vec![ext] }),
             FoldPolicy::PerKey => add(&mut folds, &mut open, &p.key, ext, u64::MAX),
-            FoldPolicy::Sized { target } => {
+            FoldPolicy::Sized { .. } => {
                 let target = balanced.as_mut().expect("sized plans have the balanced targets").get(&p.key);
                 let piece = if p.len > target { piece_len(p.len, target) } else { p.len };
                 let mut done = 0;

@@ -839,8 +839,8 @@ def real_warmup(bench: Bench, gib: float, workloads: list[Workload]) -> None:
     """Untimed new-key writes of `gib` GiB on a scratch container, destroyed after. A freshly
     started engine's storage has never been touched: whichever contender ran first would pay
     for its first-touch page faults (a RAM-backed engine's tmpfs, and the VM's host below it;
-    measured: the first contender's new-key writes at a quarter of the others'), which a
-    long-running DAOS server paid long ago."""
+    in one run without it, the first contender's new-key writes ran at a quarter of the
+    others'), which a long-running DAOS server paid long ago."""
     block = max(w.nbytes for w in workloads)
     block = min(block, bench.bufs.src.nbytes)
     reps = max(1, round(gib * 2**30 / block))

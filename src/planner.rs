@@ -55,8 +55,9 @@ pub enum FoldPolicy {
     Off,
     /// Every descriptor of a key in one RPC (`fold=true`).
     PerKey,
-    /// Fold a key's descriptors up to `target` payload bytes per RPC; cut larger descriptors
-    /// into pieces of `target` (`fold=auto`, `rpc_target_bytes`).
+    /// Fold a key's descriptors into RPCs of at most `target` payload bytes, a larger key into
+    /// about equal RPCs, and cut a descriptor larger than `target` into equal pieces
+    /// (`fold=auto`, `rpc_target_bytes`).
     Sized { target: u64 },
 }
 

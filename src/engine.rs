@@ -173,7 +173,7 @@ impl Engine {
         let obj = Arc::new(Object::open(lib, &cont, oid)?);
         let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
         tracing::info!(
-            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,
+            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
             queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
             groups = oid.groups(), "DAOS backend ready"
         );

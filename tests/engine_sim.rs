@@ -130,18 +130,19 @@ fn write_then_read_many_layers_per_key() {
 #[test]
 fn folding_costs_one_rpc_per_key() {
     let _x = exclusive();
-    for (fold, want) in [("true", 2), ("false", 2 * 40)] {
-        let e = engine("eng-fold", &[("fold", fold)]);
+    // fold=auto with a 64 KiB target: 40 x 4 KiB per key goes out as 64 + 64 + 32 KiB.
+    for (fold, target, want) in [("true", "1048576", 2), ("false", "1048576", 2 * 40), ("auto", "65536", 2 * 3), ("auto", "1048576", 2)] {
+        let e = engine("eng-fold", &[("fold", fold), ("rpc_target_bytes", target)]);
         let regs = [reg(&e, &format!("f{fold}a")), reg(&e, &format!("f{fold}b"))];
         let bufs: Vec<Vec<u8>> = (0..80).map(|i| pattern(4096, i as u8)).collect();
         let parts: Vec<_> = bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
         control("reset_stats");
         let w = prep(&e, XferOp::Write, &parts);
         run(&e, &w, Duration::from_secs(10)).unwrap();
-        assert_eq!(stat("update"), want, "fold={fold}");
+        assert_eq!(stat("update"), want, "fold={fold} rpc_target_bytes={target}");
         let r = prep(&e, XferOp::Read, &parts);
         run(&e, &r, Duration::from_secs(10)).unwrap();
-        assert_eq!(stat("fetch"), want, "fold={fold}");
+        assert_eq!(stat("fetch"), want, "fold={fold} rpc_target_bytes={target}");
         assert_eq!(stat("recxs"), 2 * 2 * 40);
     }
 }

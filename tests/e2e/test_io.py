@@ -54,12 +54,12 @@ def test_write_read_many_buffers_in_one_transfer(agent):
         assert_same(dst[i * size:(i + 1) * size], src[j * size:(j + 1) * size], f"slot {i}")
 
 
-@pytest.mark.parametrize("fold", [True, False], ids=["fold", "no-fold"])
+@pytest.mark.parametrize("fold", ["true", "false", "auto"], ids=["fold", "no-fold", "auto"])
 def test_kvbm_layer_separate_layout(make_agent, sim_or_none, fold):
     """KVBM: one key per block (devId, empty metaInfo: the key is the decimal devId), one
     descriptor per layer at increasing offsets; in DRAM the layers of a block lie apart."""
     blocks, layers, L = 4, 40, 32 * KiB
-    agent = make_agent({"fold": str(fold).lower()})
+    agent = make_agent({"fold": fold, "rpc_target_bytes": str(256 * KiB)})
     src, dst = pattern(blocks * layers * L), np.zeros(blocks * layers * L, np.uint8)
     agent.reg_dram(src)
     agent.reg_dram(dst)
@@ -74,7 +74,8 @@ def test_kvbm_layer_separate_layout(make_agent, sim_or_none, fold):
     assert_same(dst, src)
 
     if sim_or_none:  # RPC counts: daos-sim only
-        rpcs = blocks if fold else blocks * layers  # fold: one RPC per key; else one per descriptor
+        # fold: one RPC per key; no-fold: one per descriptor; auto: 1.25 MiB per key in RPCs of 256 KiB
+        rpcs = {"true": blocks, "false": blocks * layers, "auto": blocks * 5}[fold]
         assert (w["update"], w["fetch"]) == (rpcs, 0), w.delta
         assert (r["fetch"], r["update"]) == (rpcs, 0), r.delta
         assert w["bytes_written"] == r["bytes_read"] == src.nbytes

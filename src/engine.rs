@@ -211,17 +211,20 @@ impl Engine {
         Ok(Box::new(Request { op, folds, current: Mutex::new(None) }))
     }
 
+    /// Launches a posting of `req`. The request's lock is held until every fold is handed to
+    /// the lanes, so a concurrent post of the same request gets `RepostActive` and a concurrent
+    /// release waits for the submission before it waits for DAOS.
     pub fn post(&self, req: &Request) -> Result<Status> {
         let mut current = req.current.lock().unwrap();
         if let Some(previous) = current.as_ref() {
-            if previous.busy() {
+            // Refused while DAOS holds a fold of the previous posting, even past its deadline:
+            // that fold may still write the buffers this posting is about to use.
+            if !previous.retire() {
                 return Err(Error::RepostActive);
             }
-            previous.cancel();
         }
         let attempt = Arc::new(Attempt::new(req.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
         *current = Some(attempt.clone());
-        drop(current);
         if req.folds.is_empty() {
             return Ok(Status::Success);
         }
@@ -235,7 +238,7 @@ impl Engine {
         Ok(Status::InProgress)
     }
 
-    /// Never blocks: reads the attempt's counters and its deadline.
+    /// Never blocks on DAOS: reads the attempt's counters and its deadline.
     pub fn check(&self, req: &Request) -> Result<Status> {
         let attempt = match req.current.lock().unwrap().as_ref() {
             Some(a) => a.clone(),
@@ -243,33 +246,43 @@ impl Engine {
         };
         attempt.status().inspect_err(|e| match e {
             Error::Timeout { .. } => tracing::error!(
-                "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
+                "DAOS transfer failed: {e}; DAOS may still use the request's buffers until it answers \
+                 (the request cannot be reposted, nor its keys written, until then)"
             ),
             e => tracing::error!("DAOS transfer failed: {e}"),
         })
     }
 
-    #[allow(clippy::boxed_local)] // takes back the ownership handed to NIXL
-    pub fn release(&self, req: Box<Request>) {
-        if let Some(a) = req.current.lock().unwrap().as_ref() {
-            a.cancel();
-            let n = a.remaining();
-            if n > 0 {
-                tracing::debug!("request released with {n} DAOS RPC(s) pending; queued ones are dropped, launched ones finish on their own");
+    /// Release: queued folds are dropped, and folds DAOS holds are waited for, at most until the
+    /// request's deadline (DAOS cannot abort an RPC). Ok: no fold of the request can touch its
+    /// buffers any more, and the request may be freed. Err: DAOS still holds some past the
+    /// deadline; the request must not be freed yet (its plan is dropped, the rest is small),
+    /// and the caller must keep the buffers.
+    pub fn release(&self, req: &mut Request) -> Result<()> {
+        let attempt = req.current.lock().unwrap().clone();
+        let Some(a) = attempt else { return Ok(()) };
+        let t0 = Instant::now();
+        if a.drain() {
+            let waited = t0.elapsed();
+            if waited > Duration::from_millis(1) {
+                tracing::debug!("release waited {waited:?} for the request's DAOS RPCs");
             }
+            return Ok(());
         }
+        req.folds = Vec::new();
+        Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
     }
 
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
+        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
             Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
             e => e,
         })
     }
 
-    /// Operations launched into DAOS and not yet completed.
+    /// Operations launched into DAOS and not yet completed (abandoned size queries included).
     pub fn inflight(&self) -> usize {
         self.lanes.inflight()
     }

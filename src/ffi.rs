@@ -259,10 +259,17 @@ pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -
 #[no_mangle]
 pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("releaseReqH", || {
-        if let (Some(engine), false) = (engine.as_ref(), req.is_null()) {
-            engine.release(Box::from_raw(req));
+        let (Some(engine), Some(r)) = (engine.as_ref(), req.as_mut()) else {
+            return Status::Success as i32;
+        };
+        match engine.release(r) {
+            Ok(()) => {
+                drop(Box::from_raw(req));
+                Status::Success as i32
+            }
+            // Still DAOS's: the request stays allocated and the caller keeps it.
+            Err(e) => fail("releaseReqH", e),
         }
-        Status::Success as i32
     })
 }
 

@@ -5,9 +5,11 @@
 
 #include "nixl_daos.h"
 
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -43,14 +45,17 @@ template <class T> T *array_ptr(std::vector<T> &v) {
     return v.empty() ? &empty : v.data();
 }
 
-// One OBJ registration: owns the Rust nd_md until deregisterMem.
+// One OBJ registration: owns the Rust nd_md until deregisterMem. NIXL's prepped descriptor
+// lists keep pointers to it beyond deregisterMem, so deregistration frees the Rust side and
+// leaves this object behind as a tombstone (md == nullptr, which prepXfer rejects); the engine
+// frees tombstones when it is destroyed.
 class RegistrationMD final : public BackendMD {
   public:
     explicit RegistrationMD(nd_md *md) : BackendMD(true), md(md) {}
-    nd_md *const md;
+    std::atomic<nd_md *> md;
 };
 
-// One prepared transfer: owns the Rust nd_req until releaseReqH.
+// One prepared transfer: owns the Rust nd_req until a releaseReqH that succeeds.
 class TransferReq final : public BackendReqH {
   public:
     explicit TransferReq(nd_req *req) : req(req) {}
@@ -68,7 +73,7 @@ template <class W, class Raw, class Undo> W *wrap(Raw *raw, Undo &&undo) {
 }
 
 const nd_md *rust_md(const BackendMD *md) {
-    return md ? static_cast<const RegistrationMD *>(md)->md : nullptr;
+    return md ? static_cast<const RegistrationMD *>(md)->md.load() : nullptr;
 }
 
 std::vector<nd_desc> flatten(const MetaList &list) {
@@ -131,8 +136,14 @@ class DaosEngine final : public EngineBase {
     Status deregisterMem(BackendMD *md) override {
         return guarded("deregisterMem", [&] {
             if (md == nullptr) return kSuccess; // DRAM
-            std::unique_ptr<RegistrationMD> reg(static_cast<RegistrationMD *>(md));
-            return engine_ ? status(nd_deregister(engine_, reg->md)) : kErrBackend;
+            auto *reg = static_cast<RegistrationMD *>(md);
+            nd_md *rust = reg->md.exchange(nullptr);
+            if (rust == nullptr) return kSuccess; // already a tombstone
+            {
+                std::lock_guard<std::mutex> g(tombstones_lock_);
+                tombstones_.emplace_back(reg);
+            }
+            return engine_ ? status(nd_deregister(engine_, rust)) : kErrBackend;
         });
     }
 
@@ -182,7 +193,12 @@ class DaosEngine final : public EngineBase {
         return guarded("releaseReqH", [&] {
             if (handle == nullptr) return kSuccess;
             std::unique_ptr<TransferReq> req(static_cast<TransferReq *>(handle));
-            return engine_ ? status(nd_release_req(engine_, req->req)) : kErrBackend;
+            if (!engine_) return kErrBackend;
+            const Status st = status(nd_release_req(engine_, req->req));
+            // An error means DAOS still uses the request's buffers: the request stays alive,
+            // and NIXL keeps the handle (releaseXferReq reports NIXL_ERR_REPOST_ACTIVE).
+            if (st != kSuccess) req.release();
+            return st;
         });
     }
 
@@ -254,6 +270,9 @@ class DaosEngine final : public EngineBase {
 
   private:
     nd_engine *engine_ = nullptr;
+    // Deregistered OBJ registrations that NIXL's prepped lists may still point to.
+    mutable std::mutex tombstones_lock_;
+    std::vector<std::unique_ptr<RegistrationMD>> tombstones_;
 };
 
 } // namespace

@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
 
+/// How often a waiting release checks whether the host is exiting.
+const DRAIN_SLICE: Duration = Duration::from_millis(50);
+
 #[derive(Default)]
 struct State {
     /// Folds not yet completed: still queued in a lane, or inside DAOS.
@@ -178,16 +181,18 @@ impl Attempt {
 
     /// For a release: drops the queued folds and waits until DAOS holds none of them, at most
     /// until the deadline. False when DAOS still holds some then (they may still touch the
-    /// caller's buffers).
+    /// caller's buffers), or at once when the host is exiting (nothing drives DAOS any more).
     pub fn drain(&self) -> bool {
         let mut s = self.lock();
         s.cancelled = true;
         while s.in_daos > 0 {
             let left = self.deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if left.is_zero() || crate::host::exiting() {
                 return false;
             }
-            s = self.drained.wait_timeout(s, left).unwrap_or_else(|e| e.into_inner()).0;
+            // Slices, to notice the host exiting.
+            let slice = left.min(DRAIN_SLICE);
+            s = self.drained.wait_timeout(s, slice).unwrap_or_else(|e| e.into_inner()).0;
         }
         true
     }

@@ -128,6 +128,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn create(cfg: Config) -> Result<Engine> {
+        crate::host::init();
         let lib = Library::load(&cfg.daos_lib)?;
         let init = lib.init()?;
         let pool = Pool::connect(lib, &cfg.pool, &cfg.system).map_err(|e| {

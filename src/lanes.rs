@@ -396,7 +396,7 @@ impl Lane {
 
     fn submit(&self, op: Box<Op>) {
         let sh = &self.shared;
-        if self.stop.load(Ordering::Acquire) {
+        if self.stop.load(Ordering::Acquire) || crate::host::exiting() {
             op.fail(Error::ShuttingDown, false);
             return;
         }
@@ -468,6 +468,16 @@ impl Lane {
         let mut reaped: Vec<*mut daos_event_t> = vec![std::ptr::null_mut(); REAP_BATCH];
         let mut stop_at: Option<Instant> = None;
         loop {
+            if crate::host::exiting() {
+                // The host may already be freeing the buffers of what is in flight: stop
+                // driving DAOS so that nothing more is copied into them (see host.rs).
+                let inflight = self.inflight.load(Ordering::SeqCst);
+                self.leaked.store(inflight as u64, Ordering::Release);
+                if inflight > 0 {
+                    tracing::debug!("host exiting: lane abandons {inflight} DAOS operation(s)");
+                }
+                break;
+            }
             if reaps_orphans {
                 self.shared.orphans.reap(self.shared.lib);
             }
@@ -590,7 +600,9 @@ impl Lanes {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        self.shared.orphans.reap(self.shared.lib);
+        if !crate::host::exiting() {
+            self.shared.orphans.reap(self.shared.lib);
+        }
         let orphans = self.shared.orphans.count.load(Ordering::Acquire) as u64;
         let mut leaked = orphans;
         for l in &self.lanes {

@@ -12,6 +12,7 @@ pub mod config;
 pub mod daos;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod ffi;
 pub mod key;
 pub mod lanes;

@@ -2,8 +2,9 @@
 //! into `Fold`s, each one DAOS RPC on one key. Pure: no I/O, no DAOS.
 //!
 //! With folding on, all descriptors of a request that target the same key become one fold
-//! (one iod with many recxs, one sgl with many iovs), in the order they were given; neighbours
-//! contiguous on both sides merge into one extent. A fold is split only where DAOS requires
+//! (one iod with many recxs, one sgl with many iovs); neighbours contiguous on both sides
+//! merge into one extent, and a fold's extents are listed in offset order (DAOS reports a read
+//! past the written end only as trimmed tail holes, see `plan`). A fold is split only where DAOS requires
 //! it: recxs of one iod must not overlap, and a fold keeps at most `MAX_EXTENTS_PER_FOLD`
 //! extents so its descriptors stay well inside one eager RPC (DAOS_FACTS §3).
 
@@ -144,6 +145,15 @@ pub fn plan(pairs: &[Pair], fold: bool) -> Result<Vec<Fold>> {
         open.open(&p.key, folds.len(), ranges);
         folds.push(Fold { key: p.key.clone(), extents: vec![ext] });
     }
+    // DAOS trims only the tail holes of a fetch, in recx order: a fold whose extent past the
+    // written end is not its last one would come back whole, with the caller's stale bytes in
+    // that extent. In offset order, any extent past the end is last. (The recxs of a fold
+    // never overlap, so the order is total; each extent keeps its buffer address.)
+    for f in &mut folds {
+        if !f.extents.is_sorted_by_key(|e| e.offset) {
+            f.extents.sort_unstable_by_key(|e| e.offset);
+        }
+    }
     Ok(folds)
 }
 
@@ -208,6 +218,15 @@ mod tests {
     }
 
     #[test]
+    fn a_fold_lists_its_extents_in_offset_order() {
+        let pairs = vec![pair("k", 9000, 500, 10), pair("k", 1000, 0, 10), pair("k", 5000, 100, 10)];
+        let folds = plan(&pairs, true).unwrap();
+        assert_eq!(folds.len(), 1);
+        let got: Vec<_> = folds[0].extents.iter().map(|e| (e.offset, e.addr)).collect();
+        assert_eq!(got, [(0, 1000), (100, 5000), (500, 9000)], "each extent keeps its buffer");
+    }
+
+    #[test]
     fn ranges_overlap_detection() {
         let mut r = Ranges::default();
         r.insert(10, 20);
@@ -258,6 +277,7 @@ mod tests {
                 let folds = plan(&pairs, fold).unwrap();
                 let mut got: Vec<(String, u64, u64)> = Vec::new();
                 for f in &folds {
+                    assert!(f.extents.is_sorted_by_key(|e| e.offset), "a fold's extents are in offset order");
                     let mut r = Ranges::default();
                     for e in &f.extents {
                         assert!(!r.overlaps(e.offset, e.offset + e.len));

@@ -123,8 +123,8 @@ fn write_then_read_many_layers_per_key() {
     // Reposting a finished request reads again.
     let again = run(&e, &r, Duration::from_secs(10));
     assert!(again.is_ok());
-    e.release(r);
-    e.release(w);
+    e.release(&mut *{ r }).unwrap();
+    e.release(&mut *{ w }).unwrap();
 }
 
 #[test]
@@ -322,7 +322,9 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     control("bandwidth 0");
     assert!(matches!(outcome, Err(Error::NoSuchKey { .. })), "{outcome:?}");
     assert_eq!(inflight, 0, "reported while a sibling fetch could still write the caller's buffer");
-    assert!(big == data, "the sibling completed before the failure was reported");
+    // The sibling either was launched before the failure, and then completed before it was
+    // reported, or was dropped unlaunched because its request had already failed.
+    assert!(big == data || big.iter().all(|&b| b == 0), "the sibling was cut short or ran after the report");
     assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
 }
 
@@ -343,7 +345,7 @@ fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
     e.post(&b).unwrap(); // waits behind it
     let (outcome, _) = settle(&e, &b, Duration::from_secs(5));
     assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
-    e.release(b);
+    e.release(&mut *{ b }).unwrap(); // its one fold never reached DAOS
     second.fill(0x11); // the caller reuses its buffer
     control("resume");
     // The first request is past its deadline too, but may have completed since resume: either
@@ -409,7 +411,7 @@ fn unsorted_fold_past_the_end_fails() {
             let r = prep(&e, XferOp::Read, &[(&a, past, &k), (&b, 0, &k)]);
             let res = run(&e, &r, Duration::from_secs(10));
             assert!(res.is_err(), "fold={fold}: read of [{past}, +8K) then [0, 8K) succeeded");
-            e.release(r);
+            e.release(&mut *{ r }).unwrap();
         }
     }
 }

@@ -34,7 +34,11 @@ const REAP_BATCH: usize = 64;
 /// Longest single `daos_event_test` wait of a size query.
 const TEST_SLICE: Duration = Duration::from_millis(1);
 /// Orphaned size queries tested per pass of the reaping lane.
-const ORPHAN_BATCH: usize = 512;
+const ORPHAN_BATCH: usize = 4096;
+/// Still-running orphans in a row that end a reaping pass.
+const ORPHAN_MISSES: usize = 8;
+/// How long the reaping lane parks while orphans remain.
+const PARK_REAPING: Duration = Duration::from_millis(10);
 /// Longest a parked lane sleeps (it then reaps orphans and re-checks its work).
 const PARK: Duration = Duration::from_millis(100);
 
@@ -123,54 +127,67 @@ impl Op {
 /// now and then and free each once DAOS has completed it.
 #[derive(Default)]
 struct Orphans {
-    ops: Mutex<Vec<OrphanOp>>,
+    /// Handed over by queryMem callers; a short lock, never held while testing events.
+    incoming: Mutex<Vec<OrphanOp>>,
+    /// Being tested by the reaping thread.
+    held: Mutex<VecDeque<OrphanOp>>,
+    /// Not yet reaped, both lists together.
     count: AtomicUsize,
 }
 
 struct OrphanOp(*mut Op);
-// SAFETY: the Op behind the pointer is owned by the orphan list (or DAOS) alone.
+// SAFETY: the Op behind the pointer is owned by the orphan lists (or DAOS) alone.
 unsafe impl Send for OrphanOp {}
 
 impl Orphans {
-    fn adopt(&self, ops: impl IntoIterator<Item = *mut Op>) {
-        let mut g = self.ops.lock().unwrap();
-        g.extend(ops.into_iter().map(OrphanOp));
-        self.count.store(g.len(), Ordering::Release);
+    fn adopt(&self, ops: Vec<*mut Op>) {
+        let n = ops.len();
+        self.incoming.lock().unwrap().extend(ops.into_iter().map(OrphanOp));
+        self.count.fetch_add(n, Ordering::AcqRel);
     }
 
-    /// Tests up to ORPHAN_BATCH orphans without waiting and frees those DAOS has completed.
-    /// Only one thread reaps at a time; others skip.
+    /// Tests up to ORPHAN_BATCH orphans, oldest first, without waiting, and frees those DAOS
+    /// has completed. A pass ends after ORPHAN_MISSES queries in a row are still running: DAOS
+    /// completes them roughly in order, and under a hang this keeps a pass to a few tests.
+    /// The rotation moves the untested and still-running ones behind, so one query stuck for
+    /// good does not hold back the others. Only one thread reaps at a time; others skip.
     fn reap(&self, lib: &Library) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
-        let Ok(mut g) = self.ops.try_lock() else { return };
-        let mut i = 0;
-        let mut tested = 0;
-        while i < g.len() && tested < ORPHAN_BATCH {
-            let raw = g[i].0;
+        let Ok(mut held) = self.held.try_lock() else { return };
+        held.extend(self.incoming.lock().unwrap().drain(..));
+        let (mut i, mut tested, mut reaped, mut misses) = (0, 0, 0, 0);
+        while i < held.len() && tested < ORPHAN_BATCH && misses < ORPHAN_MISSES {
+            let raw = held[i].0;
             tested += 1;
             // SAFETY: raw is a launched, unreaped query event owned by this list.
             match unsafe { lib.event_test(std::ptr::addr_of_mut!((*raw).ev), 0) } {
                 Ok(true) => {
-                    g.swap_remove(i);
+                    held.remove(i); // near the front: cheap in a VecDeque
+                    reaped += 1;
+                    misses = 0;
                     // SAFETY: reaped: DAOS is done with it, and the list no longer names it.
                     let mut op = unsafe { Box::from_raw(raw) };
                     unsafe { lib.fini_event(&mut op.ev) };
                 }
-                Ok(false) => i += 1,
+                Ok(false) => {
+                    i += 1;
+                    misses += 1;
+                }
                 Err(e) => {
                     tracing::debug!("testing an abandoned size query: {e}");
                     i += 1;
+                    misses += 1;
                 }
             }
         }
         // Rotate, so that the next pass tests the ones this pass did not reach.
-        let n = g.len();
+        let n = held.len();
         if n > 0 {
-            g.rotate_left(i.min(n));
+            held.rotate_left(i.min(n));
         }
-        self.count.store(n, Ordering::Release);
+        self.count.fetch_sub(reaped, Ordering::AcqRel);
     }
 }
 
@@ -178,7 +195,6 @@ impl Orphans {
 /// the write fence and the orphaned queries.
 struct Shared {
     lib: &'static Library,
-    obj: Arc<Object>,
     max_inflight: usize,
     /// RPCs of transfers inside DAOS, over all lanes.
     inflight: AtomicUsize,
@@ -313,6 +329,9 @@ fn drive_queries(
 
 struct Lane {
     shared: Arc<Shared>,
+    /// Held by the lanes, not by `Shared` (which outlives them inside `Lanes`), so that the
+    /// object closes with the last lane, before the engine closes the container.
+    obj: Arc<Object>,
     eq: EventQueue,
     /// This lane's ops inside DAOS.
     inflight: AtomicUsize,
@@ -324,6 +343,8 @@ struct Lane {
     stop: AtomicBool,
     /// Ops still inside DAOS when the lane gave up on them at shutdown (left allocated).
     leaked: AtomicU64,
+    /// This lane also reaps the size queries a queryMem gave up on (lane 0).
+    reaps_orphans: bool,
 }
 
 // SAFETY: the raw pointers inside waiting ops are owned by them (see Op); the EQ handle is
@@ -365,7 +386,7 @@ impl Lane {
                     self.not_launched(Box::from_raw(raw), Err(e));
                     return;
                 }
-                Ok(()) => sh.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev),
+                Ok(()) => self.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev),
             };
             if rc != 0 {
                 // Not launched: the event never entered the queue.
@@ -458,13 +479,14 @@ impl Lane {
             && self.inflight.load(Ordering::SeqCst) == 0
             && !self.stop.load(Ordering::SeqCst);
         if idle {
-            drop(self.idle.wait_timeout(g, PARK).unwrap());
+            let orphans = self.reaps_orphans && self.shared.orphans.count.load(Ordering::Acquire) > 0;
+            drop(self.idle.wait_timeout(g, if orphans { PARK_REAPING } else { PARK }).unwrap());
         }
         self.parked.store(false, Ordering::SeqCst);
         idle
     }
 
-    fn run(&self, grace: Duration, reaps_orphans: bool) {
+    fn run(&self, grace: Duration) {
         let mut reaped: Vec<*mut daos_event_t> = vec![std::ptr::null_mut(); REAP_BATCH];
         let mut stop_at: Option<Instant> = None;
         loop {
@@ -478,7 +500,7 @@ impl Lane {
                 }
                 break;
             }
-            if reaps_orphans {
+            if self.reaps_orphans {
                 self.shared.orphans.reap(self.shared.lib);
             }
             if self.stop.load(Ordering::Acquire) {
@@ -523,7 +545,6 @@ impl Lanes {
     pub fn start(lib: &'static Library, obj: Arc<Object>, n: usize, max_inflight: usize, grace: Duration) -> Result<Lanes, Error> {
         let shared = Arc::new(Shared {
             lib,
-            obj,
             max_inflight: max_inflight.max(1),
             inflight: AtomicUsize::new(0),
             waiting: Mutex::new(VecDeque::new()),
@@ -536,6 +557,7 @@ impl Lanes {
         for i in 0..n {
             let lane = Arc::new(Lane {
                 shared: shared.clone(),
+                obj: obj.clone(),
                 eq: EventQueue::create(lib)?,
                 inflight: AtomicUsize::new(0),
                 park_lock: Mutex::new(()),
@@ -543,13 +565,13 @@ impl Lanes {
                 parked: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
                 leaked: AtomicU64::new(0),
+                reaps_orphans: i == 0,
             });
             let l = lane.clone();
             let t = std::thread::Builder::new()
                 .name(format!("nixl-daos-lane{i}"))
                 .spawn(move || {
-                    // Lane 0 also reaps the size queries a queryMem gave up on.
-                    if catch_unwind(AssertUnwindSafe(|| l.run(grace, i == 0))).is_err() {
+                    if catch_unwind(AssertUnwindSafe(|| l.run(grace))).is_err() {
                         // Whatever it held may still be inside DAOS: treat it as left behind.
                         tracing::error!("DAOS progress thread nixl-daos-lane{i} panicked");
                         l.leaked.store(l.inflight.load(Ordering::SeqCst).max(1) as u64, Ordering::Release);

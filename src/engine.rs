@@ -99,13 +99,24 @@ pub struct Desc<'a> {
 
 pub struct Request {
     op: XferOp,
+    /// One lock for the plan and the current posting: a post holds it while it submits, so a
+    /// concurrent post, check or release of the same request waits for the submission.
+    state: Mutex<RequestState>,
+}
+
+struct RequestState {
     folds: Vec<Fold>,
-    current: Mutex<Option<Arc<Attempt>>>,
+    current: Option<Arc<Attempt>>,
 }
 
 impl Request {
-    pub fn folds(&self) -> &[Fold] {
-        &self.folds
+    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many DAOS RPCs one posting of this request sends.
+    pub fn fold_count(&self) -> usize {
+        self.lock().folds.len()
     }
 }
 
@@ -209,31 +220,31 @@ impl Engine {
             pairs.push(Pair { addr: l.addr, offset: r.addr, len: r.len, key: reg.key.clone() });
         }
         let folds = planner::plan(&pairs, self.cfg.fold)?;
-        Ok(Box::new(Request { op, folds, current: Mutex::new(None) }))
+        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, current: None }) }))
     }
 
     /// Launches a posting of `req`. The request's lock is held until every fold is handed to
     /// the lanes, so a concurrent post of the same request gets `RepostActive` and a concurrent
     /// release waits for the submission before it waits for DAOS.
     pub fn post(&self, req: &Request) -> Result<Status> {
-        let mut current = req.current.lock().unwrap();
-        if let Some(previous) = current.as_ref() {
+        let mut st = req.lock();
+        if let Some(previous) = st.current.as_ref() {
             // Refused while DAOS holds a fold of the previous posting, even past its deadline:
             // that fold may still write the buffers this posting is about to use.
             if !previous.retire() {
                 return Err(Error::RepostActive);
             }
         }
-        let attempt = Arc::new(Attempt::new(req.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
-        *current = Some(attempt.clone());
-        if req.folds.is_empty() {
+        let attempt = Arc::new(Attempt::new(st.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
+        st.current = Some(attempt.clone());
+        if st.folds.is_empty() {
             return Ok(Status::Success);
         }
         let kind = match req.op {
             XferOp::Read => IoKind::Fetch,
             XferOp::Write => IoKind::Update,
         };
-        for f in &req.folds {
+        for f in &st.folds {
             self.lanes.submit(Op::new(kind, &f.key, &f.extents, Some(attempt.clone())));
         }
         Ok(Status::InProgress)
@@ -241,7 +252,7 @@ impl Engine {
 
     /// Never blocks on DAOS: reads the attempt's counters and its deadline.
     pub fn check(&self, req: &Request) -> Result<Status> {
-        let attempt = match req.current.lock().unwrap().as_ref() {
+        let attempt = match req.lock().current.as_ref() {
             Some(a) => a.clone(),
             None => return Ok(Status::NotPosted),
         };
@@ -259,8 +270,8 @@ impl Engine {
     /// buffers any more, and the request may be freed. Err: DAOS still holds some past the
     /// deadline; the request must not be freed yet (its plan is dropped, the rest is small),
     /// and the caller must keep the buffers.
-    pub fn release(&self, req: &mut Request) -> Result<()> {
-        let attempt = req.current.lock().unwrap().clone();
+    pub fn release(&self, req: &Request) -> Result<()> {
+        let attempt = req.lock().current.clone();
         let Some(a) = attempt else { return Ok(()) };
         let t0 = Instant::now();
         if a.drain() {
@@ -270,7 +281,7 @@ impl Engine {
             }
             return Ok(());
         }
-        req.folds = Vec::new();
+        req.lock().folds = Vec::new();
         Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
     }
 

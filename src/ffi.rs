@@ -259,7 +259,7 @@ pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -
 #[no_mangle]
 pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("releaseReqH", || {
-        let (Some(engine), Some(r)) = (engine.as_ref(), req.as_mut()) else {
+        let (Some(engine), Some(r)) = (engine.as_ref(), req.as_ref()) else {
             return Status::Success as i32;
         };
         match engine.release(r) {

@@ -111,7 +111,7 @@ fn write_then_read_many_layers_per_key() {
     let src: Vec<Vec<u8>> = (0..3 * 8).map(|i| pattern(layer, i as u8)).collect();
     let parts: Vec<_> = src.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
     let w = prep(&e, XferOp::Write, &parts);
-    assert_eq!(w.folds().len(), 3, "one fold per key");
+    assert_eq!(w.fold_count(), 3, "one fold per key");
     run(&e, &w, Duration::from_secs(10)).unwrap();
 
     let dst: Vec<Vec<u8>> = (0..3 * 8).map(|_| vec![0u8; layer]).collect();
@@ -123,8 +123,8 @@ fn write_then_read_many_layers_per_key() {
     // Reposting a finished request reads again.
     let again = run(&e, &r, Duration::from_secs(10));
     assert!(again.is_ok());
-    e.release(&mut *{ r }).unwrap();
-    e.release(&mut *{ w }).unwrap();
+    e.release(&r).unwrap();
+    e.release(&w).unwrap();
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
     e.post(&b).unwrap(); // waits behind it
     let (outcome, _) = settle(&e, &b, Duration::from_secs(5));
     assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
-    e.release(&mut *{ b }).unwrap(); // its one fold never reached DAOS
+    e.release(&b).unwrap(); // its one fold never reached DAOS
     second.fill(0x11); // the caller reuses its buffer
     control("resume");
     // The first request is past its deadline too, but may have completed since resume: either
@@ -411,7 +411,7 @@ fn unsorted_fold_past_the_end_fails() {
             let r = prep(&e, XferOp::Read, &[(&a, past, &k), (&b, 0, &k)]);
             let res = run(&e, &r, Duration::from_secs(10));
             assert!(res.is_err(), "fold={fold}: read of [{past}, +8K) then [0, 8K) succeeded");
-            e.release(&mut *{ r }).unwrap();
+            e.release(&r).unwrap();
         }
     }
 }

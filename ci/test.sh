@@ -9,7 +9,13 @@
 # machine: its control port is fixed) and always stops it, also on failure or interruption.
 # DAOS_LOCAL_TARGETS (default 2) sets the engine's targets; a user with their own pool runs
 # ci/e2e-testbed.sh instead.
+# --long (first argument) runs the randomized model check (tests/e2e/test_model.py) for 10
+# minutes instead of 40 s; NIXL_DAOS_MODEL_SECONDS and NIXL_DAOS_MODEL_SEED set it directly.
 set -euo pipefail
+if [[ "${1:-}" == "--long" ]]; then
+    shift
+    export NIXL_DAOS_MODEL_SECONDS="${NIXL_DAOS_MODEL_SECONDS:-600}"
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 say "ci/check-bindings.sh (committed libdaos declarations == bindgen's output)"
@@ -35,7 +41,7 @@ rm -rf "$shimstub"
 pytest_pass() {
 	local what=$1 rc=0
 	shift
-	timeout --signal=KILL 900 "$VPY" -m pytest tests/e2e -v -ra --durations=10 "$@" || rc=$?
+	timeout --signal=KILL $((900 + ${NIXL_DAOS_MODEL_SECONDS:-0})) "$VPY" -m pytest tests/e2e -v -ra --durations=10 "$@" || rc=$?
 	case $rc in
 	0) say "$what: all tests passed" ;;
 	5) say "ERROR: $what: pytest collected no tests" ;;

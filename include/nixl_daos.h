@@ -60,6 +60,7 @@ void nd_engine_destroy(nd_engine *engine);
 /* DRAM needs no DAOS call (*out = NULL); OBJ copies the key (meta, or decimal dev_id). */
 int nd_register(nd_engine *engine, int mem_type, uint64_t addr, uint64_t len, uint64_t dev_id,
 		nd_str meta, nd_md **out);
+/* Frees the registration; the shim keeps a tombstone for NIXL's prepped lists (see engine.cpp). */
 int nd_deregister(nd_engine *engine, nd_md *md);
 
 /* Validates and plans (folds) a transfer; copies keys so the registrations may go. */
@@ -69,7 +70,9 @@ int nd_prep_xfer(nd_engine *engine, int op, int local_mem, const nd_desc *local,
 int nd_post_xfer(nd_engine *engine, nd_req *req);
 /* Never blocks. */
 int nd_check_xfer(nd_engine *engine, nd_req *req);
-/* Frees the request; I/O still in flight keeps what DAOS may write into alive. */
+/* Frees the request once DAOS holds none of its folds: queued folds are dropped, launched
+ * ones are waited for, at most until the request's deadline. Past it, while DAOS still holds
+ * some, returns an error and the request stays allocated (the caller keeps it, and the buffers). */
 int nd_release_req(nd_engine *engine, nd_req *req);
 
 /* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */

@@ -107,13 +107,24 @@ pub struct Desc<'a> {
 
 pub struct Request {
     op: XferOp,
+    /// One lock for the plan and the current posting: a post holds it while it submits, so a
+    /// concurrent post, check or release of the same request waits for the submission.
+    state: Mutex<RequestState>,
+}
+
+struct RequestState {
     folds: Vec<Fold>,
-    current: Mutex<Option<Arc<Attempt>>>,
+    current: Option<Arc<Attempt>>,
 }
 
 impl Request {
-    pub fn folds(&self) -> &[Fold] {
-        &self.folds
+    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many DAOS RPCs one posting of this request sends.
+    pub fn fold_count(&self) -> usize {
+        self.lock().folds.len()
     }
 }
 
@@ -139,6 +150,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn create(cfg: Config) -> Result<Engine> {
+        crate::host::init();
         let lib = Library::load(&cfg.daos_lib)?;
         let init = lib.init()?;
         // A dead server must not block create_backend: every call below shares this bound.
@@ -224,68 +236,82 @@ impl Engine {
             pairs.push(Pair { addr: l.addr, offset: r.addr, len: r.len, key: reg.key.clone() });
         }
         let folds = planner::plan(&pairs, self.cfg.fold)?;
-        Ok(Box::new(Request { op, folds, current: Mutex::new(None) }))
+        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, current: None }) }))
     }
 
+    /// Launches a posting of `req`. The request's lock is held until every fold is handed to
+    /// the lanes, so a concurrent post of the same request gets `RepostActive` and a concurrent
+    /// release waits for the submission before it waits for DAOS.
     pub fn post(&self, req: &Request) -> Result<Status> {
-        let mut current = req.current.lock().unwrap();
-        if let Some(previous) = current.as_ref() {
-            if previous.busy() {
+        let mut st = req.lock();
+        if let Some(previous) = st.current.as_ref() {
+            // Refused while DAOS holds a fold of the previous posting, even past its deadline:
+            // that fold may still write the buffers this posting is about to use.
+            if !previous.retire() {
                 return Err(Error::RepostActive);
             }
-            previous.cancel();
         }
-        let attempt = Arc::new(Attempt::new(req.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
-        *current = Some(attempt.clone());
-        drop(current);
-        if req.folds.is_empty() {
+        let attempt = Arc::new(Attempt::new(st.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
+        st.current = Some(attempt.clone());
+        if st.folds.is_empty() {
             return Ok(Status::Success);
         }
         let kind = match req.op {
             XferOp::Read => IoKind::Fetch,
             XferOp::Write => IoKind::Update,
         };
-        for f in &req.folds {
+        for f in &st.folds {
             self.lanes.submit(Op::new(kind, &f.key, &f.extents, Some(attempt.clone())));
         }
         Ok(Status::InProgress)
     }
 
-    /// Never blocks: reads the attempt's counters and its deadline.
+    /// Never blocks on DAOS: reads the attempt's counters and its deadline.
     pub fn check(&self, req: &Request) -> Result<Status> {
-        let attempt = match req.current.lock().unwrap().as_ref() {
+        let attempt = match req.lock().current.as_ref() {
             Some(a) => a.clone(),
             None => return Ok(Status::NotPosted),
         };
         attempt.status().inspect_err(|e| match e {
             Error::Timeout { .. } => tracing::error!(
-                pool = %self.cfg.pool, "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
+                pool = %self.cfg.pool,
+                "DAOS transfer failed: {e}; DAOS may still use the request's buffers until it answers \
+                 (the request cannot be reposted, nor its keys written, until then)"
             ),
             e => tracing::error!(pool = %self.cfg.pool, "DAOS transfer failed: {e}"),
         })
     }
 
-    #[allow(clippy::boxed_local)] // takes back the ownership handed to NIXL
-    pub fn release(&self, req: Box<Request>) {
-        if let Some(a) = req.current.lock().unwrap().as_ref() {
-            a.cancel();
-            let n = a.remaining();
-            if n > 0 {
-                tracing::debug!("request released with {n} DAOS RPC(s) pending; queued ones are dropped, launched ones finish on their own");
+    /// Release: queued folds are dropped, and folds DAOS holds are waited for, at most until the
+    /// request's deadline (DAOS cannot abort an RPC). Ok: no fold of the request can touch its
+    /// buffers any more, and the request may be freed. Err: DAOS still holds some past the
+    /// deadline; the request must not be freed yet (its plan is dropped, the rest is small),
+    /// and the caller must keep the buffers.
+    pub fn release(&self, req: &Request) -> Result<()> {
+        let attempt = req.lock().current.clone();
+        let Some(a) = attempt else { return Ok(()) };
+        let t0 = Instant::now();
+        if a.drain() {
+            let waited = t0.elapsed();
+            if waited > Duration::from_millis(1) {
+                tracing::debug!("release waited {waited:?} for the request's DAOS RPCs");
             }
+            return Ok(());
         }
+        req.lock().folds = Vec::new();
+        Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
     }
 
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
+        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
             Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
             e => e,
         })
     }
 
-    /// Operations launched into DAOS and not yet completed.
+    /// Operations launched into DAOS and not yet completed (abandoned size queries included).
     pub fn inflight(&self) -> usize {
         self.lanes.inflight()
     }

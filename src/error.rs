@@ -63,6 +63,19 @@ pub enum Error {
          connections and threads do not survive fork): create the backend in the child"
     )]
     Forked { pid: u32 },
+    /// A write may not overtake an earlier one DAOS still holds past its deadline: that one
+    /// could land afterwards and silently replace this one's bytes.
+    #[error(
+        "key {key:?} has an earlier write still inside DAOS past its deadline; it may land at any \
+         time, so this write was not sent (retry once the server answers again)"
+    )]
+    Fenced { key: String },
+    /// Release could not wait DAOS out: the request's buffers are still DAOS's.
+    #[error(
+        "{n} DAOS RPC(s) of this request still use its buffers past its deadline (timeout_ms={ms}); \
+         the request is not released: keep its buffers allocated and release it again later"
+    )]
+    StillInDaos { n: usize, ms: u64 },
 }
 
 /// What a DAOS error code means for the user of the backend, where there is more to say than
@@ -95,6 +108,8 @@ impl Error {
             | Error::Timeout { .. }
             | Error::Context { .. }
             | Error::Forked { .. }
+            | Error::Fenced { .. }
+            | Error::StillInDaos { .. }
             | Error::ShuttingDown => Status::Backend,
         }
     }

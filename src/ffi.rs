@@ -86,11 +86,11 @@ extern "C" {
 #[no_mangle]
 pub extern "C" fn nixl_plugin_init() -> *mut c_void {
     crate::log::init();
-    if crate::host::host_nixl() == crate::host::Host::TooOld {
+    if crate::nixl_version::host_nixl() == crate::nixl_version::Host::TooOld {
         tracing::error!(
             "DAOS backend: this NIXL predates 1.0 and its backend engine ABI differs from the one \
              this plugin implements ({}); not loading. Upgrade NIXL (pip install 'nixl>=1.0')",
-            crate::host::SUPPORTED
+            crate::nixl_version::SUPPORTED
         );
         return std::ptr::null_mut();
     }
@@ -286,10 +286,17 @@ pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -
 #[no_mangle]
 pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("releaseReqH", || {
-        if let (Some(engine), false) = (engine.as_ref(), req.is_null()) {
-            engine.release(Box::from_raw(req));
+        let (Some(engine), Some(r)) = (engine.as_ref(), req.as_ref()) else {
+            return Status::Success as i32;
+        };
+        match engine.release(r) {
+            Ok(()) => {
+                drop(Box::from_raw(req));
+                Status::Success as i32
+            }
+            // Still DAOS's: the request stays allocated and the caller keeps it.
+            Err(e) => fail("releaseReqH", e),
         }
-        Status::Success as i32
     })
 }
 

@@ -11,8 +11,9 @@
 //! - `PerKey` (`fold=true`): all descriptors of a request that target the same key in one RPC.
 //! - `Off` (`fold=false`): one RPC per descriptor.
 //!
-//! Within a fold, neighbours contiguous on both sides merge into one extent, in the order they
-//! were given. Every policy also closes a fold where DAOS requires or prefers it: recxs of one
+//! Within a fold, neighbours contiguous on both sides merge into one extent, and the fold's
+//! extents are listed in offset order (DAOS reports a read past the written end only as trimmed
+//! tail holes, see `plan`). Every policy also closes a fold where DAOS requires or prefers it: recxs of one
 //! iod must not overlap, and the RPC body (the recxs, and their checksums where the container
 //! has them; the data itself goes by bulk transfer above ~19 KiB) must stay within DAOS's 20 KiB
 //! RPC size, past which the server needs an extra round trip to fetch the body.
@@ -290,6 +291,15 @@ pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
             }
         }
     }
+    // DAOS trims only the tail holes of a fetch, in recx order: a fold whose extent past the
+    // written end is not its last one would come back whole, with the caller's stale bytes in
+    // that extent. In offset order, any extent past the end is last. (The recxs of a fold
+    // never overlap, so the order is total; each extent keeps its buffer address.)
+    for f in &mut folds {
+        if !f.extents.is_sorted_by_key(|e| e.offset) {
+            f.extents.sort_unstable_by_key(|e| e.offset);
+        }
+    }
     Ok(folds)
 }
 
@@ -372,6 +382,17 @@ mod tests {
         assert_eq!(folds.len(), 2);
         assert_eq!(folds[0].extents.len(), 1);
         assert_eq!(folds[1].extents.len(), 2);
+    }
+
+    #[test]
+    fn a_fold_lists_its_extents_in_offset_order() {
+        let pairs = vec![pair("k", 9000, 500, 10), pair("k", 1000, 0, 10), pair("k", 5000, 100, 10)];
+        for policy in [PK, sized(8 << 20)] {
+            let folds = plan(&pairs, policy).unwrap();
+            assert_eq!(folds.len(), 1);
+            let got: Vec<_> = folds[0].extents.iter().map(|e| (e.offset, e.addr)).collect();
+            assert_eq!(got, [(0, 1000), (100, 5000), (500, 9000)], "each extent keeps its buffer");
+        }
     }
 
     #[test]
@@ -513,6 +534,7 @@ mod tests {
                         FoldPolicy::Sized { target } => assert!(f.bytes() <= target, "{policy:?}: {}", f.bytes()),
                         FoldPolicy::PerKey => {}
                     }
+                    assert!(f.extents.is_sorted_by_key(|e| e.offset), "a fold's extents are in offset order");
                     let mut r = Ranges::default();
                     for e in &f.extents {
                         assert!(!r.overlaps(e.offset, e.offset + e.len));

@@ -7,8 +7,10 @@
 #include "nixl_daos.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -60,15 +62,18 @@ namespace {
         return v.empty() ? &empty : v.data();
     }
 
-    // One OBJ registration: owns the Rust nd_md until deregisterMem.
+    // One OBJ registration: owns the Rust nd_md until deregisterMem. NIXL's prepped descriptor
+    // lists keep pointers to it beyond deregisterMem, so deregistration frees the Rust side and
+    // leaves this object behind as a tombstone (md == nullptr, which prepXfer rejects); the
+    // engine frees tombstones when it is destroyed.
     class daosRegistration final : public BackendMD {
     public:
         explicit daosRegistration(nd_md *md) : BackendMD(true), md(md) {}
 
-        nd_md *const md;
+        std::atomic<nd_md *> md;
     };
 
-    // One prepared transfer: owns the Rust nd_req until releaseReqH.
+    // One prepared transfer: owns the Rust nd_req until a releaseReqH that succeeds.
     class daosTransferReq final : public BackendReqH {
     public:
         explicit daosTransferReq(nd_req *req) : req(req) {}
@@ -91,7 +96,7 @@ namespace {
 
     const nd_md *
     rustMd(const BackendMD *md) {
-        return md ? static_cast<const daosRegistration *>(md)->md : nullptr;
+        return md ? static_cast<const daosRegistration *>(md)->md.load() : nullptr;
     }
 
     std::vector<nd_desc>
@@ -169,8 +174,16 @@ nixlDaosEngine::deregisterMem(BackendMD *md) {
         if (md == nullptr) {
             return kSuccess; // DRAM
         }
-        std::unique_ptr<daosRegistration> reg(static_cast<daosRegistration *>(md));
-        return engine_ ? status(nd_deregister(engine_, reg->md)) : kErrBackend;
+        auto *reg = static_cast<daosRegistration *>(md);
+        nd_md *rust = reg->md.exchange(nullptr);
+        if (rust == nullptr) {
+            return kSuccess; // already a tombstone
+        }
+        {
+            std::lock_guard<std::mutex> g(tombstonesLock_);
+            tombstones_.emplace_back(reg);
+        }
+        return engine_ ? status(nd_deregister(engine_, rust)) : kErrBackend;
     });
 }
 
@@ -264,7 +277,16 @@ nixlDaosEngine::releaseReqH(BackendReqH *handle) const {
             return kSuccess;
         }
         std::unique_ptr<daosTransferReq> req(static_cast<daosTransferReq *>(handle));
-        return engine_ ? status(nd_release_req(engine_, req->req)) : kErrBackend;
+        if (!engine_) {
+            return kErrBackend;
+        }
+        const Status st = status(nd_release_req(engine_, req->req));
+        // An error means DAOS still uses the request's buffers: the request stays alive, and
+        // NIXL keeps the handle (releaseXferReq reports NIXL_ERR_REPOST_ACTIVE).
+        if (st != kSuccess) {
+            req.release();
+        }
+        return st;
     });
 }
 

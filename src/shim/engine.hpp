@@ -15,6 +15,8 @@
 #endif
 
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -122,6 +124,9 @@ public:
 
 private:
     nd_engine *engine_ = nullptr;
+    // Deregistered OBJ registrations that NIXL's prepped lists may still point to.
+    mutable std::mutex tombstonesLock_;
+    std::vector<std::unique_ptr<abi::BackendMD>> tombstones_;
 };
 
 // The memory types the engine registers and transfers.

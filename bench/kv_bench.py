@@ -134,9 +134,14 @@ def choose_net(a, sim: daoskit.Sim) -> NetModel:
     if not sim_has_rpc_cost(sim):
         gbps = a.net_gbps or NET_FALLBACK_GBPS
         lat = NET_FALLBACK_LATENCY_US if a.net_latency_us is None else a.net_latency_us
-        return NetModel(gbps, 0.0, lat, None,
-                        "daos-sim has no rpc_cost yet: the testbed's link with an overlapped per-RPC latency, which "
-                        "a window of RPCs in flight hides, so the +net fold/nofold targets cannot show folding's gain")
+        return NetModel(
+            gbps,
+            0.0,
+            lat,
+            None,
+            "daos-sim has no rpc_cost yet: the testbed's link with an overlapped per-RPC latency, which "
+            "a window of RPCs in flight hides, so the +net fold/nofold targets cannot show folding's gain",
+        )
     copy = None
     if a.net_gbps:
         gbps = a.net_gbps
@@ -148,11 +153,16 @@ def choose_net(a, sim: daoskit.Sim) -> NetModel:
     cost = a.net_rpc_cost_us if a.net_rpc_cost_us is not None else round(NET_RPC_BYTES / (gbps * GB) * 1e6)
     lat = a.net_latency_us or 0.0
     how = f"{NET_LINK_SHARE:g} x the measured one-thread copy rate {copy:.1f} GB/s" if copy else "--net-gbps"
-    return NetModel(gbps, cost, lat, copy,
-                    f"link {gbps:g} GB/s ({how}), below the local copy so the network is the bottleneck; "
-                    f"rpc_cost {cost:g} us = {NET_RPC_BYTES / 1e6:g} MB / link, the testbed's per-RPC cost in bytes "
-                    f"({TESTBED_RPC_US:g} us x {TESTBED_GBPS:g} GB/s, from its 34.17 vs 14.40 GB/s), so fold/nofold "
-                    f"keeps the testbed's ratio")
+    return NetModel(
+        gbps,
+        cost,
+        lat,
+        copy,
+        f"link {gbps:g} GB/s ({how}), below the local copy so the network is the bottleneck; "
+        f"rpc_cost {cost:g} us = {NET_RPC_BYTES / 1e6:g} MB / link, the testbed's per-RPC cost in bytes "
+        f"({TESTBED_RPC_US:g} us x {TESTBED_GBPS:g} GB/s, from its 34.17 vs 14.40 GB/s), so fold/nofold "
+        f"keeps the testbed's ratio",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -527,7 +537,9 @@ class RealDaosContender(NixlContender):
     def _register(self, w: Workload) -> list[int]:
         devs = list(range(RealDaosContender._dev, RealDaosContender._dev + w.keys))
         RealDaosContender._dev += w.keys
-        self.objs.append(self.agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[self.backend]))
+        self.objs.append(
+            self.agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[self.backend])
+        )
         return devs
 
     def make_storage(self, w: Workload) -> list[int]:
@@ -552,8 +564,14 @@ class RealDaosContender(NixlContender):
             self.agent.deregister_memory(o, backends=[self.backend])
         self.objs.clear()
         super().close()
-        tool = next((t for t in (os.path.join(os.environ.get("DAOS_LOCAL_BIN", ""), "daos"), shutil.which("daos"))
-                     if t and os.access(t, os.X_OK)), None)
+        tool = next(
+            (
+                t
+                for t in (os.path.join(os.environ.get("DAOS_LOCAL_BIN", ""), "daos"), shutil.which("daos"))
+                if t and os.access(t, os.X_OK)
+            ),
+            None,
+        )
         pool = os.environ.get("DAOS_POOL", "")
         if tool is None:
             print(f"  warning: no `daos` tool: container {self.label} stays in pool {pool}")
@@ -576,7 +594,9 @@ class PosixContender(NixlContender):
         self.root.mkdir(parents=True, exist_ok=True)
         for k in range(w.keys):
             self.fds.append(os.open(self.root / f"k{k}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
-        self.files = self.agent.register_memory([(0, w.key_bytes, fd, "") for fd in self.fds], "FILE", backends=[self.backend])
+        self.files = self.agent.register_memory(
+            [(0, w.key_bytes, fd, "") for fd in self.fds], "FILE", backends=[self.backend]
+        )
         return list(self.fds)
 
     def drop_storage(self) -> None:
@@ -701,8 +721,10 @@ class Bench:
                     row.rpcs.append(after["update"] - before["update"])
             finally:
                 h.release_handles(c.agent, handles)
-        self.log(f"{c.name:<18} {w.name:<8} write {row.gbps:7.2f} GB/s (new keys, {len(row.times)} reps"
-                 + (f", {row.rpcs[-1]} RPCs)" if row.rpcs else ")"))
+        self.log(
+            f"{c.name:<18} {w.name:<8} write {row.gbps:7.2f} GB/s (new keys, {len(row.times)} reps"
+            + (f", {row.rpcs[-1]} RPCs)" if row.rpcs else ")")
+        )
         return row, devs
 
     def time_xfer(self, c: NixlContender, w: Workload, op: str, reqs: list, handles: list | None) -> Row:
@@ -736,7 +758,9 @@ class Bench:
         present = list(range(0, keys, 2))
         if c.kind == "daos":
             names = [f"q-{i}" for i in range(keys)]
-            objs = c.agent.register_memory([(0, 64, (1 << 50) + i, names[i]) for i in present], "OBJ", backends=[c.backend])
+            objs = c.agent.register_memory(
+                [(0, 64, (1 << 50) + i, names[i]) for i in present], "OBJ", backends=[c.backend]
+            )
             src = self.bufs.src.ctypes.data
             local = c.agent.get_xfer_descs([(src + 64 * j, 64, 0) for j in range(len(present))], "DRAM")
             remote = c.agent.get_xfer_descs([(0, 64, (1 << 50) + i) for i in present], "OBJ")
@@ -766,7 +790,9 @@ class Bench:
                             for a in mine:
                                 idx = range(a, min(a + batch, keys))
                                 ts = time.perf_counter()
-                                res = c.agent.query_memory([(0, 0, 0, names[i]) for i in idx], c.backend, mem_type=c.mem)
+                                res = c.agent.query_memory(
+                                    [(0, 0, 0, names[i]) for i in idx], c.backend, mem_type=c.mem
+                                )
                                 lat.append(time.perf_counter() - ts)
                                 for i, r in zip(idx, res):
                                     got[i] = r is not None
@@ -856,8 +882,11 @@ def real_warmup(bench: Bench, gib: float, workloads: list[Workload]) -> None:
             bench.harness.drive(c.agent, "WRITE", c.requests(w, bench.bufs.src, devs))
     finally:
         c.drop_storage()
-    print(f"- warm-up: {reps * block / 2**30:.1f} GiB of untimed new-key writes in {time.perf_counter() - t0:.1f} s "
-          f"(the engine's storage first touched before any contender)", flush=True)
+    print(
+        f"- warm-up: {reps * block / 2**30:.1f} GiB of untimed new-key writes in {time.perf_counter() - t0:.1f} s "
+        f"(the engine's storage first touched before any contender)",
+        flush=True,
+    )
 
 
 def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None) -> list[Contender]:
@@ -904,22 +933,40 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
 
 def parse_args(argv=None):
     cores = len(os.sched_getaffinity(0))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--scale", type=float, default=1.0, help="workload size factor (keys of ref and small, bytes of lmcache)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="workload size factor (keys of ref and small, bytes of lmcache)"
+    )
     ap.add_argument("--workloads", default="ref,small,lmcache,query", help="comma list of ref, small, lmcache, query")
-    ap.add_argument("--real", action="store_true",
-                    help="the DAOS contenders run on a real pool (DAOS_POOL, through the libdaos in NIXL_DAOS_LIBDAOS), "
-                         "each workload on a container of its own; default contenders: real; no queryMem")
-    ap.add_argument("--real-warmup-gib", type=float, default=2.0,
-                    help="--real: untimed new-key writes of this many GiB before the contenders (0: none)")
-    ap.add_argument("--contenders", default=None,
-                    help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
-                         "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
-                         "posix-uring, memcpy-1t, memcpy-nt); default memcpy,daos,posix (--real: real)")
+    ap.add_argument(
+        "--real",
+        action="store_true",
+        help="the DAOS contenders run on a real pool (DAOS_POOL, through the libdaos in NIXL_DAOS_LIBDAOS), "
+        "each workload on a container of its own; default contenders: real; no queryMem",
+    )
+    ap.add_argument(
+        "--real-warmup-gib",
+        type=float,
+        default=2.0,
+        help="--real: untimed new-key writes of this many GiB before the contenders (0: none)",
+    )
+    ap.add_argument(
+        "--contenders",
+        default=None,
+        help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
+        "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
+        "posix-uring, memcpy-1t, memcpy-nt); default memcpy,daos,posix (--real: real)",
+    )
     ap.add_argument("--reps", type=int, default=3, help="repetitions per op at least; the median counts")
     ap.add_argument("--min-time", type=float, default=0.5, help="repeat short ops until they sum to this many seconds")
-    ap.add_argument("--max-reps", type=int, default=100,
-                    help="at most this many repetitions per op (short ops: enough for a steady median on a noisy machine)")
+    ap.add_argument(
+        "--max-reps",
+        type=int,
+        default=100,
+        help="at most this many repetitions per op (short ops: enough for a steady median on a noisy machine)",
+    )
     ap.add_argument("--window", type=int, default=64, help="key-requests in flight")
     ap.add_argument("--poll-ms", type=float, default=1.0, help="sleep between sweeps of check_xfer_state")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one op may take before the run fails")
@@ -927,24 +974,51 @@ def parse_args(argv=None):
     ap.add_argument("--query-keys", type=int, default=10_000)
     ap.add_argument("--query-threads", default="1,16", help="comma list of thread counts for queryMem")
     ap.add_argument("--query-batch", type=int, default=16, help="keys per query_memory call")
-    ap.add_argument("--max-op-time", type=float, default=6.0,
-                    help="stop repeating an op (after at least one rep) once its reps sum to this many seconds")
-    ap.add_argument("--no-memcpy-again", dest="memcpy_again", action="store_false",
-                    help="do not repeat the memcpy references at the end of the run (drift check)")
-    ap.add_argument("--handles", choices=Harness.MODES, default="prepared",
-                    help="prepared: one handle per key made before the clock, reposted each rep (as nixlbench); "
-                         "per-transfer: initialize_xfer/release_xfer_handle around every request, timed")
-    ap.add_argument("--net-gbps", type=float, default=None,
-                    help=f"+net contenders: daos-sim link, GB/s (default: {NET_LINK_SHARE:g} x the measured "
-                         f"one-thread copy rate, at most {NET_LINK_MAX_GBPS:g})")
-    ap.add_argument("--net-rpc-cost-us", type=float, default=None,
-                    help=f"+net contenders: daos-sim rpc_cost, us (default: {NET_RPC_BYTES / 1e6:g} MB / link)")
-    ap.add_argument("--net-latency-us", type=float, default=None,
-                    help="+net contenders: daos-sim latency (overlapped), us (default 0; "
-                         f"{NET_FALLBACK_LATENCY_US:g} where daos-sim has no rpc_cost)")
-    ap.add_argument("--glibc-nt-threshold", default="",
-                    help="re-run under GLIBC_TUNABLES=glibc.cpu.x86_non_temporal_threshold=<this> (e.g. 0x40000), so "
-                         "memmoves above it use non-temporal stores as numpy's multi-GiB copies already do")
+    ap.add_argument(
+        "--max-op-time",
+        type=float,
+        default=6.0,
+        help="stop repeating an op (after at least one rep) once its reps sum to this many seconds",
+    )
+    ap.add_argument(
+        "--no-memcpy-again",
+        dest="memcpy_again",
+        action="store_false",
+        help="do not repeat the memcpy references at the end of the run (drift check)",
+    )
+    ap.add_argument(
+        "--handles",
+        choices=Harness.MODES,
+        default="prepared",
+        help="prepared: one handle per key made before the clock, reposted each rep (as nixlbench); "
+        "per-transfer: initialize_xfer/release_xfer_handle around every request, timed",
+    )
+    ap.add_argument(
+        "--net-gbps",
+        type=float,
+        default=None,
+        help=f"+net contenders: daos-sim link, GB/s (default: {NET_LINK_SHARE:g} x the measured "
+        f"one-thread copy rate, at most {NET_LINK_MAX_GBPS:g})",
+    )
+    ap.add_argument(
+        "--net-rpc-cost-us",
+        type=float,
+        default=None,
+        help=f"+net contenders: daos-sim rpc_cost, us (default: {NET_RPC_BYTES / 1e6:g} MB / link)",
+    )
+    ap.add_argument(
+        "--net-latency-us",
+        type=float,
+        default=None,
+        help="+net contenders: daos-sim latency (overlapped), us (default 0; "
+        f"{NET_FALLBACK_LATENCY_US:g} where daos-sim has no rpc_cost)",
+    )
+    ap.add_argument(
+        "--glibc-nt-threshold",
+        default="",
+        help="re-run under GLIBC_TUNABLES=glibc.cpu.x86_non_temporal_threshold=<this> (e.g. 0x40000), so "
+        "memmoves above it use non-temporal stores as numpy's multi-GiB copies already do",
+    )
     ap.add_argument("--shm", type=Path, default=Path("/dev/shm"), help="tmpfs for the POSIX files")
     ap.add_argument("--out", type=Path, default=None, help="results folder (default results/<timestamp>)")
     ap.add_argument("--no-plot", action="store_true")
@@ -983,25 +1057,39 @@ def main(argv=None) -> int:
         print("  (no queryMem workload with --real)")
         query = False
 
-    where = (f"a real DAOS pool {os.environ.get('DAOS_POOL')} ({os.environ.get('NIXL_DAOS_LIBDAOS')})" if a.real
-             else "the embedded daos-sim")
-    print(f"nixl-daos KV benchmark on {where}: {a.cores} cores, scale {a.scale:g}, median of >= {a.reps} reps "
-          f"(short ops repeated to >= {a.min_time:g} s, at most {a.max_reps}; ops of >= {a.max_op_time:g} s "
-          f"stop there, after at least 1), window {a.window} key-requests, poll sleep {a.poll_ms:g} ms")
-    print(f"  handles: {a.handles}: " + (
-        "one NIXL request handle per key, made (initialize_xfer) before the clock for each contender, workload "
-        "and op, reposted (transfer) by every timed rep, released after (as nixlbench; LMCache reuses prepped "
-        "descriptor lists)" if a.handles == "prepared" else
-        "initialize_xfer and release_xfer_handle around every request, inside the timed region"
-    ) + "; the same harness for every NIXL contender")
+    where = (
+        f"a real DAOS pool {os.environ.get('DAOS_POOL')} ({os.environ.get('NIXL_DAOS_LIBDAOS')})"
+        if a.real
+        else "the embedded daos-sim"
+    )
+    print(
+        f"nixl-daos KV benchmark on {where}: {a.cores} cores, scale {a.scale:g}, median of >= {a.reps} reps "
+        f"(short ops repeated to >= {a.min_time:g} s, at most {a.max_reps}; ops of >= {a.max_op_time:g} s "
+        f"stop there, after at least 1), window {a.window} key-requests, poll sleep {a.poll_ms:g} ms"
+    )
+    print(
+        f"  handles: {a.handles}: "
+        + (
+            "one NIXL request handle per key, made (initialize_xfer) before the clock for each contender, workload "
+            "and op, reposted (transfer) by every timed rep, released after (as nixlbench; LMCache reuses prepped "
+            "descriptor lists)"
+            if a.handles == "prepared"
+            else "initialize_xfer and release_xfer_handle around every request, inside the timed region"
+        )
+        + "; the same harness for every NIXL contender"
+    )
     for w in workloads:
         print(f"  {w.describe()}")
     if query:
-        print(f"  query: {a.query_keys} keys, half present, {a.query_batch} keys per call, threads {a.query_threads} "
-              f"(not under +net)")
-    print("  each contender times new-key writes (every rep to keys never written, as KV offload writes a block "
-          "once: the headline write), then overwrites of the last keys, then reads; every read rep is compared in "
-          "full with the source; +net contenders time no new-key write (an untimed first write, no modeled network)")
+        print(
+            f"  query: {a.query_keys} keys, half present, {a.query_batch} keys per call, threads {a.query_threads} "
+            f"(not under +net)"
+        )
+    print(
+        "  each contender times new-key writes (every rep to keys never written, as KV offload writes a block "
+        "once: the headline write), then overwrites of the last keys, then reads; every read rep is compared in "
+        "full with the source; +net contenders time no new-key write (an untimed first write, no modeled network)"
+    )
     if a.glibc_nt_threshold:
         print(f"  GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES')}")
     biggest = max([w.nbytes for w in workloads] + [64 * a.query_keys // 2 + 4096])
@@ -1012,10 +1100,13 @@ def main(argv=None) -> int:
     if sim is not None:
         net = choose_net(a, sim)
         print(f"  modeled network (+net): daos-sim {', '.join(net.controls())}: {net.why}")
-        print(f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = {NET_RPC_BYTES / 1e6:g} MB of link "
-              f"time; one RPC per key of 40 x 1 MiB vs 40 RPCs: "
-              f"{net.bound_s(40 * MiB, 40) / net.bound_s(40 * MiB, 1):.2f}x by the model; 64 x 4 KiB: "
-              f"{net.bound_s(64 * 4096, 64) / net.bound_s(64 * 4096, 1):.1f}x)", flush=True)
+        print(
+            f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = {NET_RPC_BYTES / 1e6:g} MB of link "
+            f"time; one RPC per key of 40 x 1 MiB vs 40 RPCs: "
+            f"{net.bound_s(40 * MiB, 40) / net.bound_s(40 * MiB, 1):.2f}x by the model; 64 x 4 KiB: "
+            f"{net.bound_s(64 * 4096, 64) / net.bound_s(64 * 4096, 1):.1f}x)",
+            flush=True,
+        )
 
     bench = Bench(a, sim, bufs)
     try:
@@ -1040,8 +1131,15 @@ def main(argv=None) -> int:
         "workloads": [w.__dict__ | {"nbytes": w.nbytes} for w in workloads],
         "handles": a.handles,
         "where": "real" if a.real else "daos-sim",
-        "net_model": {"bandwidth_gbps": net.gbps, "rpc_cost_us": net.rpc_cost_us, "latency_us": net.latency_us,
-                      "copy_gbps": net.copy_gbps, "why": net.why} if net else {},
+        "net_model": {
+            "bandwidth_gbps": net.gbps,
+            "rpc_cost_us": net.rpc_cost_us,
+            "latency_us": net.latency_us,
+            "copy_gbps": net.copy_gbps,
+            "why": net.why,
+        }
+        if net
+        else {},
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "failures": bench.failures,
     }

@@ -70,18 +70,24 @@ def main() -> int:
     rows = [run(sim, fold, a.keys, a.layers, layer_bytes, a.repeat) for fold in (True, False)]
     sim.calm()
 
-    print(f"\nnixl-daos quick run on daos-sim: {a.keys} keys x {a.layers} layers x {a.layer_kib} KiB "
-          f"= {rows[0]['bytes'] / 2**20:.0f} MiB per direction; sim latency {a.latency_us:g} us, "
-          f"bandwidth {a.bandwidth_gbps or 'unlimited'} GB/s; best of {a.repeat}")
+    print(
+        f"\nnixl-daos quick run on daos-sim: {a.keys} keys x {a.layers} layers x {a.layer_kib} KiB "
+        f"= {rows[0]['bytes'] / 2**20:.0f} MiB per direction; sim latency {a.latency_us:g} us, "
+        f"bandwidth {a.bandwidth_gbps or 'unlimited'} GB/s; best of {a.repeat}"
+    )
     print(f"{'fold':>5} {'write GB/s':>11} {'read GB/s':>10} {'update RPCs':>12} {'fetch RPCs':>11} {'RPCs/GB':>8}")
     for r in rows:
         per_gb = (r["update_rpcs"] + r["fetch_rpcs"]) / (2 * r["bytes"] / 1e9)
-        print(f"{'on' if r['fold'] else 'off':>5} {r['write_gbps']:>11.2f} {r['read_gbps']:>10.2f} "
-              f"{r['update_rpcs']:>12} {r['fetch_rpcs']:>11} {per_gb:>8.1f}")
+        print(
+            f"{'on' if r['fold'] else 'off':>5} {r['write_gbps']:>11.2f} {r['read_gbps']:>10.2f} "
+            f"{r['update_rpcs']:>12} {r['fetch_rpcs']:>11} {per_gb:>8.1f}"
+        )
 
     out = a.out or daoskit.REPO / "results" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "quick.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()}, "runs": rows}, indent=1))
+    (out / "quick.json").write_text(
+        json.dumps({"args": {k: str(v) for k, v in vars(a).items()}, "runs": rows}, indent=1)
+    )
     print(f"figures: {out / 'quick.json'}")
     return 0
 

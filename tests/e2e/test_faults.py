@@ -130,7 +130,9 @@ def test_destroy_agent_while_requests_hang(sim):
     suite. It must return in bounded time and leave no lane thread behind."""
     proc = subprocess.run(
         [sys.executable, "-c", DESTROY_SCRIPT, str(HERE)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -187,8 +189,7 @@ FORK_SCRIPT = textwrap.dedent(
 def test_forked_child_fails_clearly_and_parent_keeps_working():
     """libdaos does not survive fork(): a child that inherits a backend is refused at once with a
     message saying so, its teardown touches nothing, and the parent's backend keeps working."""
-    proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT, str(HERE)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT, str(HERE)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["status"] == 0 and out["child"]["query"] == "refused" and out["child"]["read"] == "refused", out

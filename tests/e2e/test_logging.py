@@ -40,7 +40,10 @@ def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = F
     env = dict({} if clear else os.environ, **(extra_env or {}), NIXL_LOG_LEVEL=level)
     return subprocess.run(
         [sys.executable, "-c", SCRIPT, str(HERE), json.dumps(params)],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 

@@ -7,8 +7,17 @@ from nixl_cu12._bindings import nixlBackendError
 from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, DaosAgent, unique_key
 
 PARAMS = [
-    "pool", "container", "system", "daos_lib", "create_container",
-    "oclass", "fold", "rpc_target_bytes", "num_queues", "max_inflight", "timeout_ms",
+    "pool",
+    "container",
+    "system",
+    "daos_lib",
+    "create_container",
+    "oclass",
+    "fold",
+    "rpc_target_bytes",
+    "num_queues",
+    "max_inflight",
+    "timeout_ms",
 ]
 
 

@@ -59,8 +59,12 @@ READER = textwrap.dedent(
 
 
 def run(script: str, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, str(HERE), *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, str(HERE), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def result(p: subprocess.Popen, timeout: float = 120) -> dict:

@@ -75,12 +75,17 @@ class LocalDaos:
     def restart(self, **env: str) -> None:
         """Stop and start (a fresh format), with daos-local.sh settings overridden by env."""
         for cmd in ("stop", "start"):
-            p = subprocess.run(["bash", self.script, cmd], capture_output=True, text=True, timeout=240,
-                               env=dict(os.environ, **env))
+            p = subprocess.run(
+                ["bash", self.script, cmd], capture_output=True, text=True, timeout=240, env=dict(os.environ, **env)
+            )
             assert p.returncode == 0, f"daos-local.sh {cmd}: {p.stdout}{p.stderr}"
         bindir = os.environ["DAOS_LOCAL_BIN"]
-        p = subprocess.run([f"{bindir}/daos", "cont", "create", os.environ["DAOS_POOL"], os.environ["DAOS_CONT"]],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [f"{bindir}/daos", "cont", "create", os.environ["DAOS_POOL"], os.environ["DAOS_CONT"]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 0, f"daos cont create: {p.stdout}{p.stderr}"
 
 
@@ -99,8 +104,9 @@ def local_daos():
 def consumer(script: str, *args, timeout: float = 120, with_stderr: bool = False):
     """Runs a consumer script in a subprocess; returns the JSON object of its last stdout line
     (and its stderr, where the plugin logs, with_stderr)."""
-    proc = subprocess.run([sys.executable, "-c", script, str(HERE), *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(HERE), *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, f"consumer exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     return (out, proc.stderr) if with_stderr else out

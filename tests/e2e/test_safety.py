@@ -36,7 +36,9 @@ PRELUDE = textwrap.dedent(
 def run_script(body: str, timeout: float = 60) -> dict:
     proc = subprocess.run(
         [sys.executable, "-c", PRELUDE + textwrap.dedent(body), str(HERE)],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     lines = [l for l in proc.stdout.strip().splitlines() if l.startswith("{")]

@@ -67,7 +67,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent otherwise
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import numpy as np  # noqa: E402
 
 import kv_bench  # noqa: E402
 from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
@@ -236,7 +235,7 @@ def main() -> int:
                 "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names},
             }
         )
-    print(f"\nratio to the better of fold/nofold, write / read")
+    print("\nratio to the better of fold/nofold, write / read")
     print(f"{'layout':<26}" + "".join(f"{n:>15}" for n in names))
     for row in rows:
         w = row["layout"]

@@ -64,8 +64,9 @@ if "--real" in sys.argv[1:]:
     os.environ["NIXL_DAOS_TESTBED"] = "1"
     os.environ.setdefault("DAOS_CONT", "unused")
 
-import daoskit  # noqa: E402
 import kv_report  # noqa: E402
+
+import daoskit  # noqa: E402
 
 MiB = 1 << 20
 GB = 1e9
@@ -196,8 +197,8 @@ class Workload:
         """DRAM offset of (key k, layer l) at [k, l]: layer-major, as a KV cache keeps one tensor
         per layer, so a key's layers lie apart in memory and never merge into one extent."""
         k = np.arange(self.keys, dtype=np.uint64)[:, None]
-        l = np.arange(self.layers, dtype=np.uint64)[None, :]
-        return (l * np.uint64(self.keys) + k) * np.uint64(self.block)
+        layer = np.arange(self.layers, dtype=np.uint64)[None, :]
+        return (layer * np.uint64(self.keys) + k) * np.uint64(self.block)
 
 
 def make_workloads(scale: float, names: list[str]) -> list[Workload]:
@@ -745,7 +746,8 @@ class Bench:
                 if after[moved] - before[moved] != w.nbytes:
                     row.verified = False
                     self.failures.append(
-                        f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes, expected {w.nbytes}"
+                        f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes, "
+                        f"expected {w.nbytes}"
                     )
             if op == "read":
                 self.check_read(c, w, row)
@@ -783,7 +785,8 @@ class Bench:
                     errors: list[BaseException] = []
                     start = threading.Barrier(threads + 1)
 
-                    def worker(t: int) -> None:
+                    # The loop's values bound now: these threads are joined within the iteration anyway.
+                    def worker(t: int, start=start, lat=lat, got=got, errors=errors, threads=threads) -> None:
                         mine = list(range(t * batch, keys, threads * batch))
                         start.wait()
                         try:
@@ -1101,7 +1104,8 @@ def main(argv=None) -> int:
         net = choose_net(a, sim)
         print(f"  modeled network (+net): daos-sim {', '.join(net.controls())}: {net.why}")
         print(
-            f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = {NET_RPC_BYTES / 1e6:g} MB of link "
+            f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = "
+            f"{NET_RPC_BYTES / 1e6:g} MB of link "
             f"time; one RPC per key of 40 x 1 MiB vs 40 RPCs: "
             f"{net.bound_s(40 * MiB, 40) / net.bound_s(40 * MiB, 1):.2f}x by the model; 64 x 4 KiB: "
             f"{net.bound_s(64 * 4096, 64) / net.bound_s(64 * 4096, 1):.1f}x)",

@@ -61,7 +61,10 @@ class Lookup:
 
 
 def print_table(rows) -> None:
-    head = f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'desc/s':>10} {'RPCs':>7} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/GB':>8} {'reps':>4}"
+    head = (
+        f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'desc/s':>10} {'RPCs':>7} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'CPU s/GB':>8} {'reps':>4}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:

@@ -64,7 +64,8 @@ def main(argv: list[str]) -> int:
     if real:
         print(
             f"real = a real DAOS 2.8 engine ({real['args'].get('scale')}x scale), sim = daos-sim with no modeled cost "
-            f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs ({sim['args'].get('scale')}x)"
+            f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs "
+            f"({sim['args'].get('scale')}x)"
         )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")

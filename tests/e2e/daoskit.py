@@ -137,7 +137,7 @@ class StatsDelta:
         self.sim = sim
         self.delta: dict[str, int] = {}
 
-    def __enter__(self) -> "StatsDelta":
+    def __enter__(self) -> StatsDelta:
         self.before = self.sim.stats() if self.sim else {}
         return self
 
@@ -180,9 +180,9 @@ def kvbm_layer_separate(buf: np.ndarray, dev_ids: list[int], layers: int, layer_
     assert buf.nbytes >= blocks * layers * layer_bytes
     local, remote = [], []
     for b, dev in enumerate(dev_ids):
-        for l in range(layers):
-            local.append((addr(buf, (l * blocks + b) * layer_bytes), layer_bytes, 0))
-            remote.append((l * layer_bytes, layer_bytes, dev))
+        for layer in range(layers):
+            local.append((addr(buf, (layer * blocks + b) * layer_bytes), layer_bytes, 0))
+            remote.append((layer * layer_bytes, layer_bytes, dev))
     return local, remote
 
 

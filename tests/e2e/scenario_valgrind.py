@@ -7,8 +7,9 @@ import sys
 import time
 
 sys.path.insert(0, sys.argv[1])
-import daoskit  # noqa: E402
 import numpy as np  # noqa: E402
+
+import daoskit  # noqa: E402
 from daoskit import addr, nixl_errors, pattern, unique_key  # noqa: E402
 
 daoskit.prepare_environment()

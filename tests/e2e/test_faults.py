@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from nixl_cu12._bindings import nixlBackendError
 
-from daoskit import addr, assert_same, lane_threads, pattern, unique_key
+from daoskit import addr, assert_same, pattern, unique_key
 
 KiB = 1 << 10
 HERE = Path(__file__).resolve().parent

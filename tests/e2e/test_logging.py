@@ -50,7 +50,7 @@ def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = F
 def test_bad_value_log_names_parameter_value_and_what_is_accepted():
     p = run({"timeout_ms": "abc"}, "WARN")
     assert p.stdout.split() == ["refused", "refused"], p.stdout + p.stderr
-    line = next((l for l in p.stderr.splitlines() if "timeout_ms" in l), "")
+    line = next((ln for ln in p.stderr.splitlines() if "timeout_ms" in ln), "")
     assert '"abc"' in line and "integer" in line, p.stderr
 
 
@@ -82,7 +82,7 @@ needs_real_daos = pytest.mark.skipif(
 
 def _libdaos_lines(text: str) -> list[str]:
     """Lines in DAOS's log format (`... DAOS[pid/tid/ctx] fac LEVEL file:line ...`)."""
-    return [l for l in text.splitlines() if re.search(r"DAOS\[\d+/\d+/\d+\]", l)]
+    return [ln for ln in text.splitlines() if re.search(r"DAOS\[\d+/\d+/\d+\]", ln)]
 
 
 @needs_real_daos

@@ -4,7 +4,7 @@ import pytest
 from nixl_cu12._api import nixl_agent, nixl_agent_config
 from nixl_cu12._bindings import nixlBackendError
 
-from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, DaosAgent, unique_key
+from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, unique_key
 
 PARAMS = [
     "pool",

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -362,6 +361,6 @@ def test_full_pool_says_so_and_recovers_when_space_is_freed(local_daos):
     pool = os.environ["DAOS_POOL"]
     out, err = consumer(FULL_SCRIPT, pool, os.environ["DAOS_LOCAL_BIN"], timeout=240, with_stderr=True)
     assert out["full_error"] == "nixlBackendError" and 0 < out["filled"] < 200, out
-    line = next((l for l in err.splitlines() if "DER_NOSPACE" in l), "")
+    line = next((ln for ln in err.splitlines() if "DER_NOSPACE" in ln), "")
     assert f"pool={pool}" in line and "out of space" in line and "dmg pool extend" in line, err[-3000:]
     assert out["freed_rc"] == 0 and out["after"] == "written", out

@@ -4,11 +4,9 @@ buffer after a NIXL call about it returned success, no false success, no crash a
 The scenarios that used to crash run in a subprocess so a SIGSEGV fails one test, not the suite."""
 
 import json
-import mmap
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -41,7 +39,7 @@ def run_script(body: str, timeout: float = 60) -> dict:
         timeout=timeout,
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    lines = [l for l in proc.stdout.strip().splitlines() if l.startswith("{")]
+    lines = [ln for ln in proc.stdout.strip().splitlines() if ln.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
 
 

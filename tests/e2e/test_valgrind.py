@@ -3,6 +3,7 @@ deregistration, queryMem past its deadline, hang then destroy, exit in flight): 
 may have a frame of ours (the plugin, its shim, daos-sim). Python's and NIXL's own reports
 (uninitialised reads in the interpreter's GC, the dynamic loader) are not ours to fix."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ def our_errors(log: str) -> list[str]:
     found = []
     for block in re.split(r"\n==\d+== \n", log):
         if re.search(
-            r"^==\d+== (Invalid|Use of uninitialised|Conditional jump|Mismatched|Source and destination|Syscall param|Argument)",
+            r"^==\d+== (Invalid|Use of uninitialised|Conditional jump|Mismatched|Source and destination"
+            r"|Syscall param|Argument)",
             block,
             re.M,
         ) and OURS.search(block):
@@ -46,7 +48,7 @@ def test_memcheck_of_the_safety_scenarios(tmp_path, calm_sim):
         capture_output=True,
         text=True,
         timeout=600,
-        env={**__import__("os").environ, "PYTHONMALLOC": "malloc"},
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     assert "scenario done" in proc.stdout

@@ -6,32 +6,15 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+import daoskit
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import daoskit  # noqa: E402
-
-SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    daoskit.prepare_environment()
-    params = json.loads(sys.argv[2])
-    for attempt in range(2):
-        try:
-            a = daoskit.DaosAgent(params=params)
-            print("created", flush=True)
-            a.close()
-        except daoskit.backend_error() as e:
-            print("refused", flush=True)
-    """
-)
+SCRIPT = HERE / "logging_create.py"
 
 
 def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = False) -> subprocess.CompletedProcess:
@@ -39,7 +22,7 @@ def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = F
     clear=True)."""
     env = dict({} if clear else os.environ, **(extra_env or {}), NIXL_LOG_LEVEL=level)
     return subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(HERE), json.dumps(params)],
+        [sys.executable, str(SCRIPT), json.dumps(params)],
         capture_output=True,
         text=True,
         timeout=60,

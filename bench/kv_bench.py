@@ -64,9 +64,8 @@ if "--real" in sys.argv[1:]:
     os.environ["NIXL_DAOS_TESTBED"] = "1"
     os.environ.setdefault("DAOS_CONT", "unused")
 
-import kv_report  # noqa: E402
-
 import daoskit  # noqa: E402
+import kv_report  # noqa: E402
 
 MiB = 1 << 20
 GB = 1e9

@@ -43,7 +43,6 @@ def test_memcheck_of_the_safety_scenarios(tmp_path, calm_sim):
             f"--log-file={log}",
             sys.executable,
             str(HERE / "scenario_valgrind.py"),
-            str(HERE),
         ],
         capture_output=True,
         text=True,

@@ -1,6 +1,7 @@
 """Helpers for driving the DAOS plugin through the real NIXL agent against daos-sim.
 
-Shared by the end-to-end tests (tests/e2e) and the quick benchmark (bench/quick.py).
+Shared by the end-to-end tests (tests/e2e) and the benchmarks in bench/ (kv_bench.py and the
+scripts built on it).
 
 Order matters: NIXL's plugin manager is a process singleton created with the first agent, so
 `prepare_environment()` must run before the first `nixl_agent` is constructed.

@@ -91,15 +91,12 @@ TESTBED_RPC_US = 40.0
 NET_RPC_BYTES = TESTBED_GBPS * 1e9 * TESTBED_RPC_US * 1e-6  # 2 MB of link time per RPC
 NET_LINK_SHARE = 0.5
 NET_LINK_MAX_GBPS = TESTBED_GBPS
-# Without rpc_cost in daos-sim (before it has one): the testbed's link and the overlapped latency.
-NET_FALLBACK_GBPS = TESTBED_GBPS
-NET_FALLBACK_LATENCY_US = TESTBED_RPC_US
 
 
 @dataclass
 class NetModel:
     gbps: float  # the one shared link, GB/s
-    rpc_cost_us: float  # serialised on the link per RPC (0 where daos-sim has no rpc_cost)
+    rpc_cost_us: float  # serialised on the link per RPC
     latency_us: float  # added per RPC after its link slot; overlaps across RPCs in flight
     copy_gbps: float | None  # the measured one-thread copy rate the link was scaled to
     why: str
@@ -111,10 +108,6 @@ class NetModel:
     def bound_s(self, nbytes: int, rpcs: int) -> float:
         """The least time the link needs for `rpcs` RPCs moving `nbytes` (latency overlaps)."""
         return rpcs * self.rpc_cost_us * 1e-6 + nbytes / (self.gbps * GB)
-
-
-def sim_has_rpc_cost(sim: daoskit.Sim) -> bool:
-    return sim.lib.daos_sim_control(b"rpc_cost 0") == 0
 
 
 def copy_rate_gbps(nbytes: int = 256 * MiB, reps: int = 9) -> float:
@@ -130,18 +123,7 @@ def copy_rate_gbps(nbytes: int = 256 * MiB, reps: int = 9) -> float:
     return nbytes / best / GB
 
 
-def choose_net(a, sim: daoskit.Sim) -> NetModel:
-    if not sim_has_rpc_cost(sim):
-        gbps = a.net_gbps or NET_FALLBACK_GBPS
-        lat = NET_FALLBACK_LATENCY_US if a.net_latency_us is None else a.net_latency_us
-        return NetModel(
-            gbps,
-            0.0,
-            lat,
-            None,
-            "daos-sim has no rpc_cost yet: the testbed's link with an overlapped per-RPC latency, which "
-            "a window of RPCs in flight hides, so the +net fold/nofold targets cannot show folding's gain",
-        )
+def choose_net(a) -> NetModel:
     copy = None
     if a.net_gbps:
         gbps = a.net_gbps
@@ -401,9 +383,8 @@ class Harness:
 
 
 def calm(sim: daoskit.Sim) -> None:
-    """No fault, no delay, no modeled network (rpc_cost too, where daos-sim has it)."""
+    """No fault, no delay, no modeled network (latency, bandwidth and rpc_cost back to 0)."""
     sim.calm()
-    sim.lib.daos_sim_control(b"rpc_cost 0")
 
 
 class Contender:
@@ -1012,8 +993,7 @@ def parse_args(argv=None):
         "--net-latency-us",
         type=float,
         default=None,
-        help="+net contenders: daos-sim latency (overlapped), us (default 0; "
-        f"{NET_FALLBACK_LATENCY_US:g} where daos-sim has no rpc_cost)",
+        help="+net contenders: daos-sim latency (overlapped), us (default 0)",
     )
     ap.add_argument(
         "--glibc-nt-threshold",
@@ -1100,7 +1080,7 @@ def main(argv=None) -> int:
     print(f"  buffers: 2 x {biggest / 2**30:.2f} GiB in {time.perf_counter() - t0:.1f} s", flush=True)
     net = None
     if sim is not None:
-        net = choose_net(a, sim)
+        net = choose_net(a)
         print(f"  modeled network (+net): daos-sim {', '.join(net.controls())}: {net.why}")
         print(
             f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = "

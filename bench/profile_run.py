@@ -70,7 +70,7 @@ def main() -> int:
     kv_bench.calm(sim)
     shm = args.shm / f"nixl-daos-profile-{os.getpid()}"
     bufs = kv_bench.Buffers(w.nbytes, args.cores)
-    net = kv_bench.choose_net(args, sim) if a.contender.endswith("-net") else None
+    net = kv_bench.choose_net(args) if a.contender.endswith("-net") else None
     if net:
         print(f"modeled network: {', '.join(net.controls())}: {net.why}")
     (c,) = kv_bench.build_contenders(args, sim, shm, args.cores, net)

@@ -66,8 +66,6 @@ if a.real:
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent otherwise
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import kv_bench  # noqa: E402
 from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
 

@@ -22,8 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import kv_bench  # noqa: E402  (sets OPENBLAS_NUM_THREADS before numpy)
 from kv_bench import daoskit  # noqa: E402
 

@@ -11,7 +11,7 @@ Workloads (all sizes times --scale, except queryMem):
 
 Contenders: the DAOS plugin with its default fold policy (fold=auto), fold=true and fold=false,
 on daos-sim with no modeled cost (the plugin's and the simulator's own overhead), fold and nofold
-with a modeled network (+net; see NetModel and the comment above it: a link below this machine's
+with a modeled network (+net; see NetModel in kv_net.py and the comment above it: a link below this machine's
 copy rate and a serialised per-RPC cost), or with --real on a real DAOS pool (real-default,
 real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of

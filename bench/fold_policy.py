@@ -40,12 +40,18 @@ LAYOUTS = {
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--real", action="store_true", help="a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS) instead of daos-sim")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    ap.add_argument(
+        "--real", action="store_true", help="a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS) instead of daos-sim"
+    )
     ap.add_argument("--rounds", type=int, default=3, help="rounds over every layout and policy; the best counts")
     ap.add_argument("--layouts", default="1m40,1m10,64k,4k,8m", help=f"comma list of {', '.join(LAYOUTS)}")
     ap.add_argument("--targets", default="262144,1048576,4194304", help="rpc_target_bytes of the fold=auto policies")
-    ap.add_argument("--default-target", type=int, default=None, help="the target to rate (default: the plugin's default)")
+    ap.add_argument(
+        "--default-target", type=int, default=None, help="the target to rate (default: the plugin's default)"
+    )
     ap.add_argument("--window", type=int, default=64, help="key-requests in flight")
     ap.add_argument("--num-queues", type=int, default=0, help="plugin num_queues (0: its default)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
@@ -59,9 +65,6 @@ if a.real:
     os.environ.setdefault("DAOS_CONT", "unused")  # every measurement names its own container
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent otherwise
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import numpy as np  # noqa: E402
 
 import kv_bench  # noqa: E402
 from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
@@ -95,7 +98,9 @@ class Measure:
         if self.tool is None:
             print(f"  warning: no `daos` tool to destroy container {label}; it stays in pool {os.environ['DAOS_POOL']}")
             return
-        r = subprocess.run([self.tool, "cont", "destroy", "--force", os.environ["DAOS_POOL"], label], capture_output=True, text=True)
+        r = subprocess.run(
+            [self.tool, "cont", "destroy", "--force", os.environ["DAOS_POOL"], label], capture_output=True, text=True
+        )
         if r.returncode != 0:
             print(f"  warning: daos cont destroy {label}: {r.stdout.strip()} {r.stderr.strip()}")
 
@@ -111,15 +116,19 @@ class Measure:
         try:
             agent.create_backend(daoskit.BACKEND, p)
             dram = agent.register_memory(
-                [(self.bufs.src.ctypes.data, w.nbytes, 0, ""), (self.bufs.dst.ctypes.data, w.nbytes, 0, "")], "DRAM",
-                backends=[daoskit.BACKEND])
+                [(self.bufs.src.ctypes.data, w.nbytes, 0, ""), (self.bufs.dst.ctypes.data, w.nbytes, 0, "")],
+                "DRAM",
+                backends=[daoskit.BACKEND],
+            )
             # Untimed: the first I/O to a new container opens it on the engine and loads the
             # object's layout in the client, which a long-running KV store has done long before.
             warm = self.dev
             self.dev += 1
             wobj = agent.register_memory([(0, 4096, warm, "")], "OBJ", backends=[daoskit.BACKEND])
             for op in ("WRITE", "READ"):
-                local = agent.get_xfer_descs([(self.bufs.src.ctypes.data if op == "WRITE" else self.bufs.dst.ctypes.data, 4096, 0)], "DRAM")
+                local = agent.get_xfer_descs(
+                    [(self.bufs.src.ctypes.data if op == "WRITE" else self.bufs.dst.ctypes.data, 4096, 0)], "DRAM"
+                )
                 remote = agent.get_xfer_descs([(0, 4096, warm)], "OBJ")
                 self.harness.drive(agent, op, [(local, remote)])
             agent.deregister_memory(wobj, backends=[daoskit.BACKEND])
@@ -171,9 +180,15 @@ def main() -> int:
         sim = daoskit.Sim()
         kv_bench.calm(sim)
         sim.control("reset_data")
-    where = f"real DAOS pool {os.environ.get('DAOS_POOL')} via {os.environ.get('NIXL_DAOS_LIBDAOS')}" if a.real else "daos-sim (no modeled cost)"
-    print(f"fold policies on {where}: new-key writes and reads, one NIXL request per key, window {a.window}, "
-          f"best of {a.rounds} rounds (policies interleaved, a fresh container each)")
+    where = (
+        f"real DAOS pool {os.environ.get('DAOS_POOL')} via {os.environ.get('NIXL_DAOS_LIBDAOS')}"
+        if a.real
+        else "daos-sim (no modeled cost)"
+    )
+    print(
+        f"fold policies on {where}: new-key writes and reads, one NIXL request per key, window {a.window}, "
+        f"best of {a.rounds} rounds (policies interleaved, a fresh container each)"
+    )
     bufs = Buffers(max(w.nbytes for w in layouts), max(1, len(os.sched_getaffinity(0))))
     m = Measure(bufs, sim)
     best: dict[tuple[str, str], dict] = {}
@@ -192,8 +207,10 @@ def main() -> int:
 
     names = [policy_name(p) for p in policies]
     dname = policy_name({"fold": "auto", "rpc_target_bytes": str(target)})
-    print(f"\nGB/s, new-key write / read (best of {a.rounds}); 'vs best' = {dname} (the default) / the better "
-          f"of fold and nofold; each auto column's ratio in the second table")
+    print(
+        f"\nGB/s, new-key write / read (best of {a.rounds}); 'vs best' = {dname} (the default) / the better "
+        f"of fold and nofold; each auto column's ratio in the second table"
+    )
     head = f"{'layout':<26}" + "".join(f"{n:>15}" for n in names) + f"{'vs best W/R':>14}"
     print(head)
     rows = []
@@ -205,20 +222,38 @@ def main() -> int:
         line = f"{desc:<26}" + "".join(f"{g[n]['WRITE']:>7.2f}/{g[n]['READ']:<7.2f}" for n in names)
         line += f"{ratio[dname]['WRITE']:>7.2f}/{ratio[dname]['READ']:<6.2f}"
         print(line)
-        rows.append({"layout": w.name, "keys": w.keys, "layers": w.layers, "block": w.block, "gbps": g, "ratio_to_best": ratio,
-                     "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names}})
-    print(f"\nratio to the better of fold/nofold, write / read")
+        rows.append(
+            {
+                "layout": w.name,
+                "keys": w.keys,
+                "layers": w.layers,
+                "block": w.block,
+                "gbps": g,
+                "ratio_to_best": ratio,
+                "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names},
+            }
+        )
+    print("\nratio to the better of fold/nofold, write / read")
     print(f"{'layout':<26}" + "".join(f"{n:>15}" for n in names))
     for row in rows:
         w = row["layout"]
-        print(f"{w:<26}" + "".join(f"{row['ratio_to_best'][n]['WRITE']:>7.2f}/{row['ratio_to_best'][n]['READ']:<7.2f}" for n in names))
+        print(
+            f"{w:<26}"
+            + "".join(
+                f"{row['ratio_to_best'][n]['WRITE']:>7.2f}/{row['ratio_to_best'][n]['READ']:<7.2f}" for n in names
+            )
+        )
     worst = min(min(r["ratio_to_best"][dname].values()) for r in rows)
     wins = [r["layout"] for r in rows if min(r["ratio_to_best"][dname].values()) > 1.0]
-    print(f"\n{dname}: worst ratio {worst:.2f} (target >= 0.90: {'PASS' if worst >= 0.9 else 'MISS'}); "
-          f"beats both fixed policies on: {', '.join(wins) or 'none'}")
+    print(
+        f"\n{dname}: worst ratio {worst:.2f} (target >= 0.90: {'PASS' if worst >= 0.9 else 'MISS'}); "
+        f"beats both fixed policies on: {', '.join(wins) or 'none'}"
+    )
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / "fold_policy.json").write_text(json.dumps({"where": where, "rounds": a.rounds, "default": dname, "rows": rows}, indent=1))
+        (a.out / "fold_policy.json").write_text(
+            json.dumps({"where": where, "rounds": a.rounds, "default": dname, "rows": rows}, indent=1)
+        )
     return 0
 
 

@@ -61,7 +61,10 @@ class Lookup:
 
 
 def print_table(rows) -> None:
-    head = f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'desc/s':>10} {'RPCs':>7} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/GB':>8} {'reps':>4}"
+    head = (
+        f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'desc/s':>10} {'RPCs':>7} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'CPU s/GB':>8} {'reps':>4}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -74,8 +77,10 @@ def print_table(rows) -> None:
         p99 = r.pct(99)
         cpu = _fmt(r.cpu_per_gb, ".3f") if r.nbytes else "-"
         mark = "" if r.verified else "  WRONG DATA"
-        print(f"{r.contender:<18} {r.workload:<8} {r.op:<9} {gbps:>7} {r.dps:>10.0f} {rpcs:>7} "
-              f"{_fmt(p50 and p50 * 1e3, '.2f'):>8} {_fmt(p99 and p99 * 1e3, '.2f'):>8} {cpu:>8} {len(r.times):>4}{mark}")
+        print(
+            f"{r.contender:<18} {r.workload:<8} {r.op:<9} {gbps:>7} {r.dps:>10.0f} {rpcs:>7} "
+            f"{_fmt(p50 and p50 * 1e3, '.2f'):>8} {_fmt(p99 and p99 * 1e3, '.2f'):>8} {cpu:>8} {len(r.times):>4}{mark}"
+        )
 
 
 def ratios(look: Lookup) -> list[dict]:
@@ -84,21 +89,27 @@ def ratios(look: Lookup) -> list[dict]:
         if r.op not in XFER_OPS:
             continue
         m1, mn, px = look.memcpy(r.workload, False), look.memcpy(r.workload, True), look.best_posix(r.workload, r.op)
-        out.append({
-            "contender": r.contender, "workload": r.workload, "op": r.op,
-            "vs_memcpy_1t": r.gbps / m1.gbps if m1 else None,
-            "vs_memcpy_per_core": r.gbps / mn.gbps if mn else None,
-            "vs_best_posix": r.gbps / px.gbps if px else None,
-            "best_posix": px.contender if px else None,
-        })
+        out.append(
+            {
+                "contender": r.contender,
+                "workload": r.workload,
+                "op": r.op,
+                "vs_memcpy_1t": r.gbps / m1.gbps if m1 else None,
+                "vs_memcpy_per_core": r.gbps / mn.gbps if mn else None,
+                "vs_best_posix": r.gbps / px.gbps if px else None,
+                "best_posix": px.contender if px else None,
+            }
+        )
     return out
 
 
 def print_ratios(rs: list[dict]) -> None:
     print(f"\n{'contender':<18} {'workload':<8} {'op':<9} {'/memcpy 1T':>10} {'/memcpy/core':>12} {'/best POSIX':>11}")
     for x in rs:
-        print(f"{x['contender']:<18} {x['workload']:<8} {x['op']:<9} {_fmt(x['vs_memcpy_1t'], '.2f'):>10} "
-              f"{_fmt(x['vs_memcpy_per_core'], '.2f'):>12} {_fmt(x['vs_best_posix'], '.2f'):>11}")
+        print(
+            f"{x['contender']:<18} {x['workload']:<8} {x['op']:<9} {_fmt(x['vs_memcpy_1t'], '.2f'):>10} "
+            f"{_fmt(x['vs_memcpy_per_core'], '.2f'):>12} {_fmt(x['vs_best_posix'], '.2f'):>11}"
+        )
 
 
 def net_check(look: Lookup, net: dict) -> list[dict]:
@@ -113,20 +124,35 @@ def net_check(look: Lookup, net: dict) -> list[dict]:
         if r.contender.endswith("+net") and r.op in XFER_OPS and r.rpcs:
             rpcs = sorted(r.rpcs)[len(r.rpcs) // 2]
             bound = rpcs * cost * 1e-6 + r.nbytes / (gbps * 1e9)
-            out.append({"contender": r.contender, "workload": r.workload, "op": r.op, "rpcs": rpcs,
-                        "model_s": bound, "measured_s": r.t, "of_model": bound / r.t})
+            out.append(
+                {
+                    "contender": r.contender,
+                    "workload": r.workload,
+                    "op": r.op,
+                    "rpcs": rpcs,
+                    "model_s": bound,
+                    "measured_s": r.t,
+                    "of_model": bound / r.t,
+                }
+            )
     return out
 
 
 def print_net_check(rows: list[dict], net: dict) -> None:
     if not rows:
         return
-    print(f"\n+net against the link model ({net['bandwidth_gbps']:g} GB/s, rpc_cost {net['rpc_cost_us']:g} us, "
-          f"latency {net['latency_us']:g} us): 1.00 = bound by the modeled network")
-    print(f"{'contender':<18} {'workload':<8} {'op':<5} {'RPCs':>6} {'model s':>8} {'measured s':>10} {'model/meas':>10}")
+    print(
+        f"\n+net against the link model ({net['bandwidth_gbps']:g} GB/s, rpc_cost {net['rpc_cost_us']:g} us, "
+        f"latency {net['latency_us']:g} us): 1.00 = bound by the modeled network"
+    )
+    print(
+        f"{'contender':<18} {'workload':<8} {'op':<5} {'RPCs':>6} {'model s':>8} {'measured s':>10} {'model/meas':>10}"
+    )
     for x in rows:
-        print(f"{x['contender']:<18} {x['workload']:<8} {x['op']:<5} {x['rpcs']:>6} {x['model_s']:>8.3f} "
-              f"{x['measured_s']:>10.3f} {x['of_model']:>10.2f}")
+        print(
+            f"{x['contender']:<18} {x['workload']:<8} {x['op']:<5} {x['rpcs']:>6} {x['model_s']:>8.3f} "
+            f"{x['measured_s']:>10.3f} {x['of_model']:>10.2f}"
+        )
 
 
 DRIFT = 0.15
@@ -139,7 +165,9 @@ def drift(look: Lookup) -> list[str]:
     for end in [r for r in look.rows if r.contender.startswith("memcpy") and r.contender.endswith(" (end)")]:
         start = look.get(end.contender[: -len(" (end)")], end.workload, end.op)
         if start and abs(end.gbps / start.gbps - 1) > DRIFT:
-            out.append(f"{start.contender} {end.workload}: {start.gbps:.2f} GB/s at the start, {end.gbps:.2f} at the end")
+            out.append(
+                f"{start.contender} {end.workload}: {start.gbps:.2f} GB/s at the start, {end.gbps:.2f} at the end"
+            )
     return out
 
 
@@ -151,20 +179,28 @@ def targets(look: Lookup, keys: dict[str, int]) -> list[dict]:
             out.append({"target": label, "result": "SKIP", "detail": "not run"})
             continue
         ratio = a.gbps / b.gbps
-        out.append({
-            "target": label, "ratio": ratio,
-            "result": "PASS" if ratio >= minimum and a.verified else "MISS",
-            "detail": f"{who} {a.gbps:.2f} GB/s / {b.contender} {b.gbps:.2f} GB/s = {ratio:.2f}x",
-        })
+        out.append(
+            {
+                "target": label,
+                "ratio": ratio,
+                "result": "PASS" if ratio >= minimum and a.verified else "MISS",
+                "detail": f"{who} {a.gbps:.2f} GB/s / {b.contender} {b.gbps:.2f} GB/s = {ratio:.2f}x",
+            }
+        )
     folded = [r for r in look.rows if r.contender in FOLD_CONTENDERS and r.op in XFER_OPS]
     if folded:
-        bad = [f"{r.contender} {r.workload} {r.op}: {sorted(set(r.rpcs))} RPCs for {keys[r.workload]} keys"
-               for r in folded if set(r.rpcs) != {keys[r.workload]}]
-        out.append({
-            "target": "fold: exactly one RPC per key per request",
-            "result": "MISS" if bad else "PASS",
-            "detail": "; ".join(bad) if bad else f"{len(folded)} ops x every repetition: RPCs == keys",
-        })
+        bad = [
+            f"{r.contender} {r.workload} {r.op}: {sorted(set(r.rpcs))} RPCs for {keys[r.workload]} keys"
+            for r in folded
+            if set(r.rpcs) != {keys[r.workload]}
+        ]
+        out.append(
+            {
+                "target": "fold: exactly one RPC per key per request",
+                "result": "MISS" if bad else "PASS",
+                "detail": "; ".join(bad) if bad else f"{len(folded)} ops x every repetition: RPCs == keys",
+            }
+        )
     else:
         out.append({"target": "fold: exactly one RPC per key per request", "result": "SKIP", "detail": "not run"})
     return out
@@ -181,14 +217,19 @@ def draw_plot(look: Lookup, path: Path) -> str | None:
     xfer = [r for r in look.rows if r.nbytes]
     groups = []
     for r in xfer:
-        for op in (XFER_OPS if r.op == "copy" else (r.op,)):
+        for op in XFER_OPS if r.op == "copy" else (r.op,):
             if (r.workload, op) not in groups:
                 groups.append((r.workload, op))
     groups = [g for g in groups if any(r.op == g[1] for r in xfer if r.workload == g[0])] or groups
     names = list(dict.fromkeys(r.contender for r in xfer))
     query = [r for r in look.rows if r.workload == "query"]
-    fig, axes = plt.subplots(1, 2 if query else 1, figsize=(16 if query else 12, 6), squeeze=False,
-                             gridspec_kw={"width_ratios": [3, 1]} if query else None)
+    fig, axes = plt.subplots(
+        1,
+        2 if query else 1,
+        figsize=(16 if query else 12, 6),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [3, 1]} if query else None,
+    )
     ax = axes[0][0]
     width = 0.8 / max(1, len(names))
     for i, n in enumerate(names):
@@ -235,25 +276,52 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
         print(f"  FAIL {f}")
     dr = drift(look)
     if dr:
-        print(f"  NOISY the machine's speed changed during the run (memcpy differs by > {DRIFT:.0%}; the faster "
-              f"is the reference): {'; '.join(dr)}. Rerun before trusting the ratios.")
+        print(
+            f"  NOISY the machine's speed changed during the run (memcpy differs by > {DRIFT:.0%}; the faster "
+            f"is the reference): {'; '.join(dr)}. Rerun before trusting the ratios."
+        )
 
     out.mkdir(parents=True, exist_ok=True)
     records = []
     for r in rows:
-        records.append({
-            "contender": r.contender, "workload": r.workload, "op": r.op, "bytes": r.nbytes, "descriptors": r.descs,
-            "reps": len(r.times), "seconds": r.times, "cpu_seconds": r.cpu,
-            "gbps": r.gbps if r.times and r.nbytes else None,
-            "descs_per_s": r.dps if r.times else None,
-            "rpcs": r.rpcs, "p50_ms": (r.pct(50) or 0) * 1e3 if r.lat else None,
-            "p99_ms": (r.pct(99) or 0) * 1e3 if r.lat else None,
-            "cpu_s_per_gb": r.cpu_per_gb if r.times and r.nbytes else None,
-            "verified": r.verified, "note": r.note,
-        })
-    (out / "results.json").write_text(json.dumps({**meta, "rows": records, "ratios": rs, "net_check": nc, "drift": dr, "targets": ts}, indent=1))
-    cols = ["contender", "workload", "op", "bytes", "descriptors", "reps", "gbps", "descs_per_s", "p50_ms", "p99_ms",
-            "cpu_s_per_gb", "verified", "note"]
+        records.append(
+            {
+                "contender": r.contender,
+                "workload": r.workload,
+                "op": r.op,
+                "bytes": r.nbytes,
+                "descriptors": r.descs,
+                "reps": len(r.times),
+                "seconds": r.times,
+                "cpu_seconds": r.cpu,
+                "gbps": r.gbps if r.times and r.nbytes else None,
+                "descs_per_s": r.dps if r.times else None,
+                "rpcs": r.rpcs,
+                "p50_ms": (r.pct(50) or 0) * 1e3 if r.lat else None,
+                "p99_ms": (r.pct(99) or 0) * 1e3 if r.lat else None,
+                "cpu_s_per_gb": r.cpu_per_gb if r.times and r.nbytes else None,
+                "verified": r.verified,
+                "note": r.note,
+            }
+        )
+    (out / "results.json").write_text(
+        json.dumps({**meta, "rows": records, "ratios": rs, "net_check": nc, "drift": dr, "targets": ts}, indent=1)
+    )
+    cols = [
+        "contender",
+        "workload",
+        "op",
+        "bytes",
+        "descriptors",
+        "reps",
+        "gbps",
+        "descs_per_s",
+        "p50_ms",
+        "p99_ms",
+        "cpu_s_per_gb",
+        "verified",
+        "note",
+    ]
     with open(out / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, cols + ["rpcs_median"], extrasaction="ignore")
         w.writeheader()

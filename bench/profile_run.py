@@ -22,8 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import kv_bench  # noqa: E402  (sets OPENBLAS_NUM_THREADS before numpy)
 from kv_bench import daoskit  # noqa: E402
 
@@ -46,16 +44,31 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
 
-    net_args = [x for k, v in (("--net-gbps", a.net_gbps), ("--net-rpc-cost-us", a.net_rpc_cost_us)) if v for x in (k, v)]
-    args = kv_bench.parse_args(["--contenders", a.contender, "--window", str(a.window), "--poll-ms", str(a.poll_ms),
-                                "--num-queues", str(a.num_queues), "--handles", a.handles] + net_args)
+    net_args = [
+        x for k, v in (("--net-gbps", a.net_gbps), ("--net-rpc-cost-us", a.net_rpc_cost_us)) if v for x in (k, v)
+    ]
+    args = kv_bench.parse_args(
+        [
+            "--contenders",
+            a.contender,
+            "--window",
+            str(a.window),
+            "--poll-ms",
+            str(a.poll_ms),
+            "--num-queues",
+            str(a.num_queues),
+            "--handles",
+            a.handles,
+        ]
+        + net_args
+    )
     w = kv_bench.make_workloads(a.scale, [a.workload])[0]
     daoskit.prepare_environment(with_posix=True)
     sim = daoskit.Sim()
     kv_bench.calm(sim)
     shm = args.shm / f"nixl-daos-profile-{os.getpid()}"
     bufs = kv_bench.Buffers(w.nbytes, args.cores)
-    net = kv_bench.choose_net(args, sim) if a.contender.endswith("-net") else None
+    net = kv_bench.choose_net(args) if a.contender.endswith("-net") else None
     if net:
         print(f"modeled network: {', '.join(net.controls())}: {net.why}")
     (c,) = kv_bench.build_contenders(args, sim, shm, args.cores, net)
@@ -68,8 +81,22 @@ def main() -> int:
         harness.drive(c.agent, "WRITE", reqs["write"])
         handles = harness.make_handles(c.agent, a.op.upper(), reqs[a.op])
         c.net_on()
-        perf = subprocess.Popen(["perf", "record", "-q", "-F", str(a.freq), "-e", "cpu-clock", "-g",
-                                 "-p", str(os.getpid()), "-o", str(a.perf_data)])
+        perf = subprocess.Popen(
+            [
+                "perf",
+                "record",
+                "-q",
+                "-F",
+                str(a.freq),
+                "-e",
+                "cpu-clock",
+                "-g",
+                "-p",
+                str(os.getpid()),
+                "-o",
+                str(a.perf_data),
+            ]
+        )
         time.sleep(1.0)  # perf attaches
         c0, t0 = kv_bench.cpu_now(), time.perf_counter()
         for _ in range(a.reps):
@@ -88,12 +115,30 @@ def main() -> int:
         if shm.exists():
             shm.rmdir()
     moved = w.nbytes * a.reps
-    print(f"{c.name} {w.describe()} {a.op} x{a.reps}, handles {a.handles}: {moved / dt / 1e9:.2f} GB/s, "
-          f"{cpu / dt:.2f} cores busy, {cpu / (moved / 1e9):.3f} CPU s/GB")
+    print(
+        f"{c.name} {w.describe()} {a.op} x{a.reps}, handles {a.handles}: {moved / dt / 1e9:.2f} GB/s, "
+        f"{cpu / dt:.2f} cores busy, {cpu / (moved / 1e9):.3f} CPU s/GB"
+    )
     for sort in ("comm", "comm,dso,sym"):
         print(f"\n-- perf report --sort {sort} (self time, % of all samples)")
-        out = subprocess.run(["perf", "report", "-i", str(a.perf_data), "--no-children", "--sort", sort, "-g", "none",
-                              "--percent-limit", "0.4", "--stdio"], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [
+                "perf",
+                "report",
+                "-i",
+                str(a.perf_data),
+                "--no-children",
+                "--sort",
+                sort,
+                "-g",
+                "none",
+                "--percent-limit",
+                "0.4",
+                "--stdio",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout
         lines = [x for x in out.splitlines() if x.strip() and not x.startswith("#")]
         print("\n".join(lines[: a.top]))
     return 0

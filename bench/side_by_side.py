@@ -31,8 +31,11 @@ def gbps(res: dict | None, contender: str, workload: str, op: str) -> float | No
 
 
 def best_posix(res: dict, workload: str, op: str) -> float | None:
-    xs = [r["gbps"] for r in res.get("rows", []) if r["contender"].startswith("posix") and r["workload"] == workload
-          and r["op"] == op and r["gbps"]]
+    xs = [
+        r["gbps"]
+        for r in res.get("rows", [])
+        if r["contender"].startswith("posix") and r["workload"] == workload and r["op"] == op and r["gbps"]
+    ]
     return max(xs) if xs else None
 
 
@@ -59,8 +62,11 @@ def main(argv: list[str]) -> int:
     wreal, wsim = sizes(real), sizes(sim)
     print("\nGB/s through NIXL, one request per key; write = new keys (the headline), overwrite = the same keys again")
     if real:
-        print(f"real = a real DAOS 2.8 engine ({real['args'].get('scale')}x scale), sim = daos-sim with no modeled cost "
-              f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs ({sim['args'].get('scale')}x)")
+        print(
+            f"real = a real DAOS 2.8 engine ({real['args'].get('scale')}x scale), sim = daos-sim with no modeled cost "
+            f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs "
+            f"({sim['args'].get('scale')}x)"
+        )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
     cols = [f"{s} {p}" for s, _, res in srcs for p in POLICIES] + ["POSIX"]
@@ -76,8 +82,13 @@ def main(argv: list[str]) -> int:
                     rat.append(f"{label} {d / max(f or 0, n or 0):.2f}")
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
-    print("workload sizes (keys x descriptors x block): " + "; ".join(
-        f"{w}: " + (f"real {wreal.get(w, '-')}, " if real else "") + f"sim/POSIX {wsim.get(w, '-')}" for w in workloads))
+    print(
+        "workload sizes (keys x descriptors x block): "
+        + "; ".join(
+            f"{w}: " + (f"real {wreal.get(w, '-')}, " if real else "") + f"sim/POSIX {wsim.get(w, '-')}"
+            for w in workloads
+        )
+    )
     return 0
 
 

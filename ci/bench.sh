@@ -3,7 +3,7 @@
 # storages, with the fold policies side by side (default = fold=auto, fold, nofold):
 #   1. the embedded daos-sim, with no modeled cost and with a modeled network (+net: a link at
 #      half this machine's copy rate with the reference testbed's per-RPC cost in bytes; see the
-#      comment above NetModel in bench/kv_bench.py), against NIXL's POSIX backend on /dev/shm and
+#      comment above NetModel in bench/kv_net.py), against NIXL's POSIX backend on /dev/shm and
 #      an in-process memcpy, all through one harness;
 #   2. a real DAOS engine: the user's pool when DAOS_POOL and NIXL_DAOS_LIBDAOS are set, else a
 #      single-node DAOS 2.8 started here from ../shared/daos/daos-local.sh (as root, under the

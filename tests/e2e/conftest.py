@@ -2,14 +2,9 @@
 agent exists), daos-sim's control API, and agents with the DAOS backend that are torn down after
 each test with the simulator calmed first, so that one test's faults cannot leak into the next."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import daoskit  # noqa: E402
+import daoskit  # importable through pytest's pythonpath (pyproject.toml)
 
 
 @pytest.fixture(scope="session", autouse=True)

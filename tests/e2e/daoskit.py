@@ -1,6 +1,7 @@
 """Helpers for driving the DAOS plugin through the real NIXL agent against daos-sim.
 
-Shared by the end-to-end tests (tests/e2e) and the quick benchmark (bench/quick.py).
+Shared by the end-to-end tests (tests/e2e) and the benchmarks in bench/ (kv_bench.py and the
+scripts built on it).
 
 Order matters: NIXL's plugin manager is a process singleton created with the first agent, so
 `prepare_environment()` must run before the first `nixl_agent` is constructed.
@@ -137,7 +138,7 @@ class StatsDelta:
         self.sim = sim
         self.delta: dict[str, int] = {}
 
-    def __enter__(self) -> "StatsDelta":
+    def __enter__(self) -> StatsDelta:
         self.before = self.sim.stats() if self.sim else {}
         return self
 
@@ -180,9 +181,9 @@ def kvbm_layer_separate(buf: np.ndarray, dev_ids: list[int], layers: int, layer_
     assert buf.nbytes >= blocks * layers * layer_bytes
     local, remote = [], []
     for b, dev in enumerate(dev_ids):
-        for l in range(layers):
-            local.append((addr(buf, (l * blocks + b) * layer_bytes), layer_bytes, 0))
-            remote.append((l * layer_bytes, layer_bytes, dev))
+        for layer in range(layers):
+            local.append((addr(buf, (layer * blocks + b) * layer_bytes), layer_bytes, 0))
+            remote.append((layer * layer_bytes, layer_bytes, dev))
     return local, remote
 
 

@@ -3,13 +3,12 @@ release in flight (READ and WRITE), a prepped OBJ list after deregistration, que
 deadline then resume, a hung request then agent destruction, and exit with fetches in flight."""
 
 import gc
-import sys
 import time
 
-sys.path.insert(0, sys.argv[1])
-import daoskit  # noqa: E402
-import numpy as np  # noqa: E402
-from daoskit import addr, nixl_errors, pattern, unique_key  # noqa: E402
+import numpy as np
+
+import daoskit
+from daoskit import addr, nixl_errors, pattern, unique_key
 
 daoskit.prepare_environment()
 sim = daoskit.Sim()

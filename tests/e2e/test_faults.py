@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 from nixl_cu12._bindings import nixlBackendError
 
-from daoskit import addr, assert_same, lane_threads, pattern, unique_key
+from daoskit import addr, assert_same, pattern, unique_key
 
 KiB = 1 << 10
 HERE = Path(__file__).resolve().parent
@@ -85,52 +84,17 @@ def test_query_under_hang_hits_deadline(make_agent, sim):
     assert res[0] is not None and int(res[0]["size"]) == 4 * KiB
 
 
-DESTROY_SCRIPT = textwrap.dedent(
-    """
-    import gc, json, sys, time
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    daoskit.prepare_environment()
-    sim = daoskit.Sim()
-    d = daoskit.DaosAgent(params={"timeout_ms": 2000, "num_queues": 2})
-    size = 64 * 1024
-    data = daoskit.pattern(size)
-    dev = d.put(daoskit.unique_key("destroy"), data)
-    lanes_before = daoskit.lane_threads()
-    sim.control("hang")
-    bufs, handles = [], []
-    for _ in range(4):
-        buf = daoskit.np.zeros(size, daoskit.np.uint8)
-        d.reg_dram(buf)
-        bufs.append(buf)
-        handles.append(d.post("READ", [(daoskit.addr(buf), size, 0)], [(0, size, dev)])[0])
-    states = [d.agent.check_xfer_state(h) for h in handles]
-    t0 = time.monotonic()
-    # Each handle's finalizer releases its hung request: release waits for DAOS until the
-    # request's deadline, then fails (DAOS still holds the buffer), and the bindings keep the
-    # handle in the agent's leak list.
-    handles.clear()
-    release_s = time.monotonic() - t0
-    t0 = time.monotonic()
-    d.agent = None   # the last reference to the agent: its destructor destroys the backend
-    del d
-    gc.collect()
-    destroy_s = time.monotonic() - t0
-    lanes_after = daoskit.lane_threads()
-    sim.control("resume")
-    print(json.dumps({"states": states, "lanes_before": lanes_before, "release_s": release_s,
-                      "destroy_s": destroy_s, "lanes_after": lanes_after}))
-    sys.stdout.flush()
-    """
-)
+DESTROY_SCRIPT = HERE / "faults_destroy.py"
 
 
 def test_destroy_agent_while_requests_hang(sim):
     """In a subprocess, so that the agent really goes and a wedged teardown cannot stall the
     suite. It must return in bounded time and leave no lane thread behind."""
     proc = subprocess.run(
-        [sys.executable, "-c", DESTROY_SCRIPT, str(HERE)],
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, str(DESTROY_SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -141,54 +105,13 @@ def test_destroy_agent_while_requests_hang(sim):
     assert out["lanes_after"] == [], out
 
 
-FORK_SCRIPT = textwrap.dedent(
-    """
-    import gc, json, os, sys, time
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    daoskit.prepare_environment()
-    errs = daoskit.nixl_errors()
-    a = daoskit.DaosAgent(params={"timeout_ms": 5000})
-    size = 64 * 1024
-    data = daoskit.pattern(size)
-    key = daoskit.unique_key("fork")
-    dev = a.put(key, data)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        out = {}
-        t = time.monotonic()
-        try:
-            a.query([key])
-            out["query"] = "answered"
-        except errs:
-            out["query"] = "refused"
-        try:
-            a.get(dev, size, offset=0)
-            out["read"] = "answered"
-        except errs:
-            out["read"] = "refused"
-        a.agent = None  # the child's copy of the backend is destroyed here
-        del a
-        gc.collect()
-        out["child_s"] = time.monotonic() - t
-        os.write(w, json.dumps(out).encode())
-        os._exit(0)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    child = json.loads(os.read(r, 4096) or b"{}")
-    # The parent's backend is untouched by the child.
-    parent_ok = bool((a.get(dev, size) == data).all()) and a.query([key])[0] is not None
-    print(json.dumps({"child": child, "status": status, "parent_ok": parent_ok}))
-    """
-)
+FORK_SCRIPT = HERE / "faults_fork.py"
 
 
 def test_forked_child_fails_clearly_and_parent_keeps_working():
     """libdaos does not survive fork(): a child that inherits a backend is refused at once with a
     message saying so, its teardown touches nothing, and the parent's backend keeps working."""
-    proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT, str(HERE)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, str(FORK_SCRIPT)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["status"] == 0 and out["child"]["query"] == "refused" and out["child"]["read"] == "refused", out

@@ -34,8 +34,11 @@ def test_unaligned_offsets_and_lengths(agent):
     agent.reg_dram(data)
     dev = agent.reg_obj(key, total)
     cuts = [0, 1, 4_099, 4_100, 7_777, total]
-    agent.xfer("WRITE", [(addr(data, a), b - a, 0) for a, b in zip(cuts, cuts[1:])],
-               [(a, b - a, dev) for a, b in zip(cuts, cuts[1:])])
+    agent.xfer(
+        "WRITE",
+        [(addr(data, a), b - a, 0) for a, b in zip(cuts, cuts[1:])],
+        [(a, b - a, dev) for a, b in zip(cuts, cuts[1:])],
+    )
     assert_same(agent.get(dev, total), data, "whole key")
     assert_same(agent.get(dev, 5_000, offset=3_333), data[3_333:8_333], "a read across three writes")
 
@@ -51,7 +54,7 @@ def test_write_read_many_buffers_in_one_transfer(agent):
     agent.xfer("READ", [(addr(dst, i * size), size, 0) for i in range(n)], [(0, size, d) for d in reversed(devs)])
     for i in range(n):
         j = n - 1 - i
-        assert_same(dst[i * size:(i + 1) * size], src[j * size:(j + 1) * size], f"slot {i}")
+        assert_same(dst[i * size : (i + 1) * size], src[j * size : (j + 1) * size], f"slot {i}")
 
 
 @pytest.mark.parametrize("fold", ["true", "false", "auto"], ids=["fold", "no-fold", "auto"])
@@ -125,13 +128,13 @@ def test_prepped_transfers_select_and_merge(agent):
     agent.prepped("READ", dst_h, list(range(n)), obj_h, list(reversed(range(n))))  # not merged
     for i in range(n):
         j = n - 1 - i
-        assert_same(dst[i * size:(i + 1) * size], src[j * size:(j + 1) * size], f"slot {i}")
+        assert_same(dst[i * size : (i + 1) * size], src[j * size : (j + 1) * size], f"slot {i}")
     # A subset: object ranges 1, 3, 5 into dst slots 0, 1, 2.
     dst[:] = 0
     agent.prepped("READ", dst_h, [0, 1, 2], obj_h, [1, 3, 5])
     for i, j in enumerate([1, 3, 5]):
-        assert_same(dst[i * size:(i + 1) * size], src[j * size:(j + 1) * size], f"slot {i}")
-    assert not dst[3 * size:].any()
+        assert_same(dst[i * size : (i + 1) * size], src[j * size : (j + 1) * size], f"slot {i}")
+    assert not dst[3 * size :].any()
 
 
 def test_overwrite_existing_key(agent):
@@ -147,7 +150,7 @@ def test_overwrite_existing_key(agent):
     agent.reg_dram(patch)
     agent.xfer("WRITE", [(addr(patch), patch_len, 0)], [(patch_at, patch_len, dev)])
     want = second.copy()
-    want[patch_at:patch_at + patch_len] = patch
+    want[patch_at : patch_at + patch_len] = patch
     assert_same(agent.get(dev, size), want, "partial overwrite")
     assert int(agent.query([key])[0]["size"]) == size
 

@@ -6,32 +6,15 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+import daoskit
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import daoskit  # noqa: E402
-
-SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    daoskit.prepare_environment()
-    params = json.loads(sys.argv[2])
-    for attempt in range(2):
-        try:
-            a = daoskit.DaosAgent(params=params)
-            print("created", flush=True)
-            a.close()
-        except daoskit.backend_error() as e:
-            print("refused", flush=True)
-    """
-)
+SCRIPT = HERE / "logging_create.py"
 
 
 def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = False) -> subprocess.CompletedProcess:
@@ -39,15 +22,18 @@ def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = F
     clear=True)."""
     env = dict({} if clear else os.environ, **(extra_env or {}), NIXL_LOG_LEVEL=level)
     return subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(HERE), json.dumps(params)],
-        capture_output=True, text=True, timeout=60, env=env,
+        [sys.executable, str(SCRIPT), json.dumps(params)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 
 def test_bad_value_log_names_parameter_value_and_what_is_accepted():
     p = run({"timeout_ms": "abc"}, "WARN")
     assert p.stdout.split() == ["refused", "refused"], p.stdout + p.stderr
-    line = next((l for l in p.stderr.splitlines() if "timeout_ms" in l), "")
+    line = next((ln for ln in p.stderr.splitlines() if "timeout_ms" in ln), "")
     assert '"abc"' in line and "integer" in line, p.stderr
 
 
@@ -79,7 +65,7 @@ needs_real_daos = pytest.mark.skipif(
 
 def _libdaos_lines(text: str) -> list[str]:
     """Lines in DAOS's log format (`... DAOS[pid/tid/ctx] fac LEVEL file:line ...`)."""
-    return [l for l in text.splitlines() if re.search(r"DAOS\[\d+/\d+/\d+\]", l)]
+    return [ln for ln in text.splitlines() if re.search(r"DAOS\[\d+/\d+/\d+\]", ln)]
 
 
 @needs_real_daos

@@ -121,8 +121,8 @@ class Worker:
         t1 = time.monotonic()
         if ok:
             for s, (off, ln) in zip(src_at, ps):
-                k.data[off:off + ln] = self.src[s:s + ln]
-                k.known[off:off + ln] = True
+                k.data[off : off + ln] = self.src[s : s + ln]
+                k.known[off : off + ln] = True
             k.end = max(k.end, end)
             k.max_end = max(k.max_end, end)
             self.note("write ok")
@@ -180,7 +180,7 @@ class Worker:
             self.note("read failed")
             return
         for p, (off, ln) in zip(at, ranges):
-            got, want, known = self.dst[p:p + ln], k.data[off:off + ln], k.known[off:off + ln]
+            got, want, known = self.dst[p : p + ln], k.data[off : off + ln], k.known[off : off + ln]
             diff = np.flatnonzero((got != want) & known)
             if diff.size:
                 self.bad(f"READ {k.name} [{off}, +{ln}) differs from the model at offset {off + diff[0]}")
@@ -259,7 +259,7 @@ class Worker:
             except nixl_errors() as e:
                 self.bad(f"final READ of {k.name} [0, {k.end}) failed: {e!r}")
                 continue
-            diff = np.flatnonzero((self.dst[:k.end] != k.data[:k.end]) & k.known[:k.end])
+            diff = np.flatnonzero((self.dst[: k.end] != k.data[: k.end]) & k.known[: k.end])
             if diff.size:
                 self.bad(f"final READ of {k.name} differs from the model at offset {diff[0]}")
 

@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import daoskit
 import pytest
+
+import daoskit
 
 WHEELS = daoskit.REPO / ".cache" / "nixl-wheels"
 PROBE = Path(__file__).resolve().parent / "nixl_version_probe.py"

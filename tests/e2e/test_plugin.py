@@ -4,11 +4,20 @@ import pytest
 from nixl_cu12._api import nixl_agent, nixl_agent_config
 from nixl_cu12._bindings import nixlBackendError
 
-from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, DaosAgent, unique_key
+from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, unique_key
 
 PARAMS = [
-    "pool", "container", "system", "daos_lib", "create_container",
-    "oclass", "fold", "rpc_target_bytes", "num_queues", "max_inflight", "timeout_ms",
+    "pool",
+    "container",
+    "system",
+    "daos_lib",
+    "create_container",
+    "oclass",
+    "fold",
+    "rpc_target_bytes",
+    "num_queues",
+    "max_inflight",
+    "timeout_ms",
 ]
 
 

@@ -5,7 +5,6 @@ data in the memory of the process that loaded it."""
 import json
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -19,48 +18,19 @@ pytestmark = pytest.mark.skipif(
     not daoskit.TESTBED, reason="daos-sim keeps data in one process's memory (runs against real DAOS)"
 )
 
-# argv: tests dir, key prefix, number of keys, bytes per key, seed of the first key.
-WRITER = textwrap.dedent(
-    """
-    import json, sys
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    prefix, n, size, seed = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    a = daoskit.DaosAgent()
-    for i in range(n):
-        a.put(f"{prefix}-{i}", daoskit.pattern(size, seed + i))
-    a.close()
-    print(json.dumps({"written": n}))
-    """
-)
-
-# argv: tests dir, then JSON list of [prefix, n, size, seed].
-READER = textwrap.dedent(
-    """
-    import json, sys
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    sets = json.loads(sys.argv[2])
-    a = daoskit.DaosAgent()
-    bad, sizes, keys = [], [], []
-    for prefix, n, size, seed in sets:
-        for i in range(n):
-            key = f"{prefix}-{i}"
-            keys.append((key, size))
-            got = a.get(a.reg_obj(key, size), size)
-            if not (got == daoskit.pattern(size, seed + i)).all():
-                bad.append(key)
-    res = a.query([k for k, _ in keys] + [daoskit.unique_key("never")])
-    sizes = [None if r is None else int(r["size"]) for r in res]
-    a.close()
-    print(json.dumps({"bad": bad, "sizes": sizes, "want": [s for _, s in keys] + [None]}))
-    """
-)
+WRITER = HERE / "processes_writer.py"
 
 
-def run(script: str, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, str(HERE), *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+READER = HERE / "processes_reader.py"
+
+
+def run(script: Path, *args) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(script), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def result(p: subprocess.Popen, timeout: float = 120) -> dict:

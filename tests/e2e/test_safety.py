@@ -4,11 +4,8 @@ buffer after a NIXL call about it returned success, no false success, no crash a
 The scenarios that used to crash run in a subprocess so a SIGSEGV fails one test, not the suite."""
 
 import json
-import mmap
 import subprocess
 import sys
-import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -20,59 +17,24 @@ from daoskit import addr, assert_same, nixl_errors, pattern, unique_key
 KiB, MiB = 1 << 10, 1 << 20
 HERE = Path(__file__).resolve().parent
 
-PRELUDE = textwrap.dedent(
-    """
-    import json, mmap, sys, time
-    sys.path.insert(0, sys.argv[1])
-    import daoskit
-    import numpy as np
-    from daoskit import addr, pattern, unique_key
-    daoskit.prepare_environment()
-    sim = daoskit.Sim()
-    """
-)
 
-
-def run_script(body: str, timeout: float = 60) -> dict:
+def run_script(name: str, timeout: float = 60) -> dict:
+    """Runs the scenario tests/e2e/<name> in a subprocess; returns its last JSON line ({} if none)."""
     proc = subprocess.run(
-        [sys.executable, "-c", PRELUDE + textwrap.dedent(body), str(HERE)],
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, str(HERE / name)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    lines = [l for l in proc.stdout.strip().splitlines() if l.startswith("{")]
+    lines = [ln for ln in proc.stdout.strip().splitlines() if ln.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
 
 
 def test_release_in_flight_read_then_munmap():
     """Release right after posting a READ into an mmap'ed buffer, deregister, munmap: release must
     not return success while DAOS may still write the buffer (it waits for the fetch)."""
-    out = run_script(
-        """
-        d = daoskit.DaosAgent(params={"timeout_ms": 10000})
-        size = 1 << 20
-        data = pattern(size, 1)
-        dev = d.put(unique_key("rel"), data)
-        sim.control("latency 300000")
-        m = mmap.mmap(-1, size)
-        buf = np.frombuffer(m, dtype=np.uint8)
-        regs = d.agent.register_memory([(addr(buf), size, 0, "")], "DRAM", backends=["DAOS"])
-        h, state = d.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])
-        t0 = time.monotonic()
-        d.agent.release_xfer_handle(h)  # raises if the backend could not release it
-        release_s = time.monotonic() - t0
-        got = bytes(buf[:16])
-        buf[:] = 0xAB
-        time.sleep(0.5)
-        untouched = int(np.count_nonzero(buf == 0xAB))
-        d.agent.deregister_memory(regs, backends=["DAOS"])
-        del buf
-        m.close()  # munmap
-        time.sleep(0.5)  # a late fetch would SIGSEGV here
-        sim.control("latency 0")
-        print(json.dumps({"state": state, "release_s": release_s, "untouched": untouched,
-                          "read_ok": got == bytes(data[:16])}))
-        """
-    )
+    out = run_script("safety_release_read_munmap.py")
     assert out["state"] == "PROC", out
     assert out["untouched"] == 1 << 20, f"DAOS wrote a released buffer: {out}"
     assert out["read_ok"], "release waited for the fetch, so the buffer holds the key's bytes"
@@ -97,66 +59,13 @@ def test_release_in_flight_write_stores_what_was_posted(agent, sim):
 
 def test_exit_with_transfers_in_flight():
     """Interpreter exit while fetches are in flight (latency, not a hang): a clean exit."""
-    run_script(
-        """
-        d = daoskit.DaosAgent(params={"timeout_ms": 10000, "num_queues": 2})
-        size = 1 << 20
-        dev = d.put(unique_key("exit"), pattern(size, 4))
-        sim.control("latency 300000")
-        bufs, handles = [], []
-        for i in range(8):
-            buf = np.zeros(size, np.uint8)
-            d.reg_dram(buf)
-            bufs.append(buf)
-            handles.append(d.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])[0])
-        print(json.dumps({"posted": len(handles)}))
-        sys.stdout.flush()
-        # falls off the end: Python frees buffers, handles and the agent in its own order
-        """
-    )
+    run_script("safety_exit_in_flight.py")
 
 
 def test_concurrent_posts_of_one_handle(sim):
     """Two threads post one handle at once (thread-safe agent): one gets REPOST_ACTIVE; release
     after that must still not return while the winner's I/O can write the buffer."""
-    out = run_script(
-        """
-        import threading
-        from nixl_cu12._api import nixl_thread_sync_t
-        d = daoskit.DaosAgent(params={"timeout_ms": 10000}, sync_mode=nixl_thread_sync_t.NIXL_THREAD_SYNC_STRICT)
-        size = 256 * 1024
-        data = pattern(size, 5)
-        dev = d.put(unique_key("twice"), data)
-        sim.control("latency 200000")
-        late = 0
-        errors = []
-        for round in range(4):
-            buf = np.zeros(size, np.uint8)
-            d.reg_dram(buf)
-            h = d.agent.initialize_xfer("READ", d.agent.get_xfer_descs([(addr(buf), size, 0)], "DRAM"),
-                                        d.agent.get_xfer_descs([(0, size, dev)], "OBJ"), d.name)
-            gate = threading.Barrier(2)
-            def go():
-                gate.wait()
-                try:
-                    d.agent.transfer(h)
-                except Exception as e:
-                    errors.append(type(e).__name__)
-            ts = [threading.Thread(target=go) for _ in range(2)]
-            [t.start() for t in ts]
-            [t.join() for t in ts]
-            try:
-                d.agent.release_xfer_handle(h)
-            except Exception as e:
-                errors.append("release:" + type(e).__name__)
-                continue
-            buf[:] = 0xCD
-            time.sleep(0.3)
-            late += int(np.count_nonzero(buf != 0xCD))
-        sim.control("latency 0")
-        print(json.dumps({"late": late, "errors": errors}))
-        """
-    )
+    out = run_script("safety_concurrent_posts.py")
     assert out["late"] == 0, f"bytes written into released buffers: {out}"
 
 
@@ -199,32 +108,7 @@ def test_timed_out_write_cannot_overtake_a_later_write(make_agent, sim):
 def test_prepped_obj_list_after_deregistration():
     """A prepped OBJ list outlives its registration: using it fails cleanly (no use after free)
     and never reaches another key that reused the freed memory."""
-    out = run_script(
-        """
-        d = daoskit.DaosAgent()
-        size = 4096
-        dev = d.reg_obj(unique_key("gone"), size)
-        src = pattern(size, 10)
-        d.reg_dram(src)
-        lh = d.prep_dram([(addr(src), size, 0)])
-        rh = d.prep_obj([(0, size, dev)])
-        d.dereg_obj(dev)
-        others = [d.reg_obj(unique_key("other"), size) for _ in range(8)]
-        try:
-            d.prepped("WRITE", lh, [0], rh, [0], timeout=5)
-            stale = "succeeded"
-        except daoskit.nixl_errors() as e:
-            stale = "failed"
-        written = 0
-        for o in others:
-            try:
-                d.get(o, size)
-                written += 1
-            except daoskit.nixl_errors():
-                pass
-        print(json.dumps({"stale": stale, "written": written}))
-        """
-    )
+    out = run_script("safety_prepped_after_dereg.py")
     assert out == {"stale": "failed", "written": 0}, out
 
 

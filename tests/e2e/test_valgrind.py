@@ -3,6 +3,7 @@ deregistration, queryMem past its deadline, hang then destroy, exit in flight): 
 may have a frame of ours (the plugin, its shim, daos-sim). Python's and NIXL's own reports
 (uninitialised reads in the interpreter's GC, the dynamic loader) are not ours to fix."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,12 @@ def our_errors(log: str) -> list[str]:
     """memcheck error blocks (blank-line separated) that name one of our frames."""
     found = []
     for block in re.split(r"\n==\d+== \n", log):
-        if re.search(r"^==\d+== (Invalid|Use of uninitialised|Conditional jump|Mismatched|Source and destination|Syscall param|Argument)", block, re.M) and OURS.search(block):
+        if re.search(
+            r"^==\d+== (Invalid|Use of uninitialised|Conditional jump|Mismatched|Source and destination"
+            r"|Syscall param|Argument)",
+            block,
+            re.M,
+        ) and OURS.search(block):
             found.append(block)
     return found
 
@@ -28,9 +34,20 @@ def our_errors(log: str) -> list[str]:
 def test_memcheck_of_the_safety_scenarios(tmp_path, calm_sim):
     log = tmp_path / "memcheck.log"
     proc = subprocess.run(
-        ["valgrind", "--tool=memcheck", "--error-limit=no", "--num-callers=40", "--leak-check=no",
-         f"--log-file={log}", sys.executable, str(HERE / "scenario_valgrind.py"), str(HERE)],
-        capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "PYTHONMALLOC": "malloc"},
+        [
+            "valgrind",
+            "--tool=memcheck",
+            "--error-limit=no",
+            "--num-callers=40",
+            "--leak-check=no",
+            f"--log-file={log}",
+            sys.executable,
+            str(HERE / "scenario_valgrind.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     assert "scenario done" in proc.stdout
@@ -42,7 +59,9 @@ def test_memcheck_of_the_safety_scenarios(tmp_path, calm_sim):
 
 def test_the_filter_sees_our_frames():
     """The filter above must be able to fail: a report naming a frame of ours is caught."""
-    fake = "==1== \n==1== Invalid read of size 8\n==1==    at 0x1: plugin_DAOS::lanes::Lane::reap (lanes.rs:1)\n==1== \n"
+    fake = (
+        "==1== \n==1== Invalid read of size 8\n==1==    at 0x1: plugin_DAOS::lanes::Lane::reap (lanes.rs:1)\n==1== \n"
+    )
     assert len(our_errors(fake)) == 1
     other = "==1== \n==1== Invalid read of size 8\n==1==    at 0x1: visit_decref (gcmodule.c:452)\n==1== \n"
     assert our_errors(other) == []

@@ -11,6 +11,7 @@ a missing object, deregistration.
 create_backend fail (the initErr path). For the real plugin set NIXL_DAOS_LIBDAOS (e.g.
 target/release/libdaos_sim.so). Exits non-zero on the first failed check.
 """
+
 import argparse
 import os
 import sys
@@ -68,18 +69,19 @@ def main():
     n = 1 << 16
     src = np.arange(n, dtype=np.uint8) * 7
     dst = np.zeros(2 * n, dtype=np.uint8)
-    dram = agent.register_memory([(src.ctypes.data, n, 0, ""), (dst.ctypes.data, 2 * n, 0, "")],
-                                 "DRAM", backends=["DAOS"])
+    dram = agent.register_memory(
+        [(src.ctypes.data, n, 0, ""), (dst.ctypes.data, 2 * n, 0, "")], "DRAM", backends=["DAOS"]
+    )
     key = f"shim-key-{os.getpid()}"
     devid_key = 900000 + os.getpid()  # empty metaInfo: the key is the decimal devId
     missing = f"shim-missing-{os.getpid()}"
-    objs = agent.register_memory([(0, 2 * n, 1, key), (0, n, devid_key, ""), (0, n, 3, missing)],
-                                 "OBJ", backends=["DAOS"])
+    objs = agent.register_memory(
+        [(0, 2 * n, 1, key), (0, n, devid_key, ""), (0, n, 3, missing)], "OBJ", backends=["DAOS"]
+    )
     check(True, "register DRAM and OBJ")
 
     # WRITE src to key at offsets 0 and n (two descriptors), and to the devId key; READ back.
-    local = agent.get_xfer_descs([(src.ctypes.data, n, 0), (src.ctypes.data, n, 0),
-                                  (src.ctypes.data, n, 0)], "DRAM")
+    local = agent.get_xfer_descs([(src.ctypes.data, n, 0), (src.ctypes.data, n, 0), (src.ctypes.data, n, 0)], "DRAM")
     remote = agent.get_xfer_descs([(0, n, 1), (n, n, 1), (0, n, devid_key)], "OBJ")
     h = agent.initialize_xfer("WRITE", local, remote, agent.name)
     check(agent.query_xfer_backend(h) == "DAOS", "transfer goes to DAOS")
@@ -104,10 +106,8 @@ def main():
     agent.release_dlist_handle(rh)
     check(np.array_equal(dst[:n], src), "prepped READ data matches (devId key)")
 
-    resp = agent.query_memory([(0, 0, 0, key), (0, 0, 0, missing), (0, 0, devid_key, "")],
-                              "DAOS", mem_type="OBJ")
-    check(resp[0] == {"size": str(2 * n)} and resp[1] is None
-          and resp[2] == {"size": str(n)}, f"query_memory: {resp}")
+    resp = agent.query_memory([(0, 0, 0, key), (0, 0, 0, missing), (0, 0, devid_key, "")], "DAOS", mem_type="OBJ")
+    check(resp[0] == {"size": str(2 * n)} and resp[1] is None and resp[2] == {"size": str(n)}, f"query_memory: {resp}")
 
     local = agent.get_xfer_descs([(dst.ctypes.data, n, 0)], "DRAM")
     remote = agent.get_xfer_descs([(0, n, 3)], "OBJ")

@@ -13,6 +13,7 @@ design: ours are our own declarations). By eye, the same with the shared tool:
 are, and prints one of several names where the compiler folded identical functions such as
 supportsRemote/supportsNotif; hence this script.) Needs binutils (nm, readelf, c++filt).
 """
+
 import pathlib
 import re
 import subprocess
@@ -72,8 +73,7 @@ def main():
     for (slot, want), (_, have) in zip(theirs, mine):
         ok = len(want) == 1 and want <= have
         bad |= not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {slot:2d} POSIX {'/'.join(sorted(want)):<20} "
-              f"ours {'/'.join(sorted(have))}")
+        print(f"{'ok  ' if ok else 'FAIL'} {slot:2d} POSIX {'/'.join(sorted(want)):<20} ours {'/'.join(sorted(have))}")
     print(f"{len(theirs)} POSIX slots, {len(mine)} ours: {'MISMATCH' if bad else 'match'}")
     sys.exit(1 if bad else 0)
 

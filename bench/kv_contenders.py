@@ -1,0 +1,288 @@
+"""The contenders of bench/kv_bench.py: the DAOS plugin on daos-sim (with and without the modeled
+network) or on a real pool, NIXL's POSIX backend on tmpfs, and numpy's memcpy; build_contenders
+turns --contenders into them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+import daoskit
+from kv_harness import Harness
+from kv_net import NetModel
+from kv_workloads import Buffers, MiB, Workload
+
+
+def calm(sim: daoskit.Sim) -> None:
+    """No fault, no delay, no modeled network (latency, bandwidth and rpc_cost back to 0)."""
+    sim.calm()
+
+
+class Contender:
+    name = ""
+    kind = ""  # "daos", "posix", "memcpy"
+    net = None  # the modeled network of a DAOS "+net" contender
+
+    def open(self, bufs: Buffers) -> None: ...
+
+    def close(self) -> None: ...
+
+    # the modeled network, off for set-up (the untimed first write) and on for the timed reps
+    def net_on(self) -> None: ...
+
+    def net_off(self) -> None: ...
+
+
+class NixlContender(Contender):
+    backend = ""
+    mem = ""  # remote memory type
+
+    def __init__(self, name: str, params: dict[str, str]):
+        self.name, self.params = name, params
+        self.agent = None
+
+    def open(self, bufs: Buffers) -> None:
+        from nixl_cu12._api import nixl_agent, nixl_agent_config
+
+        self.agent = nixl_agent(f"bench-{self.name.replace(' ', '-')}", nixl_agent_config(backends=[]))
+        self.agent.create_backend(self.backend, self.params)
+        self.dram = self.agent.register_memory(
+            [(bufs.src.ctypes.data, bufs.src.nbytes, 0, ""), (bufs.dst.ctypes.data, bufs.dst.nbytes, 0, "")],
+            "DRAM",
+            backends=[self.backend],
+        )
+
+    def close(self) -> None:
+        if self.agent is not None:
+            self.agent.deregister_memory(self.dram, backends=[self.backend])
+            self.agent = None  # the C++ agent (and its backend engine) goes with the last reference
+
+    # storage of one workload: returns devIds (one per key); drop_storage frees it
+    def make_storage(self, w: Workload) -> list[int]:
+        raise NotImplementedError
+
+    def drop_storage(self) -> None:
+        raise NotImplementedError
+
+    def rpc_counts(self) -> dict[str, int] | None:
+        return None
+
+    def renew_storage(self, w: Workload) -> list[int]:
+        """Keys never written, for the next new-key write (the old ones are freed first where the
+        storage allows it)."""
+        self.drop_storage()
+        return self.make_storage(w)
+
+    def requests(self, w: Workload, buf: np.ndarray, devs: list[int]) -> list:
+        """One (local, remote) descriptor-list pair per key, built before the clock starts."""
+        off = w.local_offsets()
+        base = np.uint64(buf.ctypes.data)
+        blk = np.uint64(w.block)
+        rem_off = np.arange(w.layers, dtype=np.uint64) * blk
+        out = []
+        for k in range(w.keys):
+            local = np.stack([base + off[k], np.full(w.layers, blk), np.zeros(w.layers, np.uint64)], 1)
+            remote = np.stack([rem_off, np.full(w.layers, blk), np.full(w.layers, np.uint64(devs[k]))], 1)
+            out.append((self.agent.get_xfer_descs(local, "DRAM"), self.agent.get_xfer_descs(remote, self.mem)))
+        return out
+
+
+class DaosContender(NixlContender):
+    kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
+    _dev = 1 << 40
+
+    def __init__(self, name: str, params: dict[str, str], sim: daoskit.Sim, net: NetModel | None):
+        super().__init__(name, params)
+        self.sim, self.net = sim, net
+        self.objs = None
+
+    def open(self, bufs: Buffers) -> None:
+        self.net_off()
+        super().open(bufs)
+
+    def close(self) -> None:
+        super().close()
+        self.net_off()
+        self.sim.control("reset_data")
+
+    def net_on(self) -> None:
+        for cmd in self.net.controls() if self.net else ():
+            self.sim.control(cmd)
+
+    def net_off(self) -> None:
+        calm(self.sim)
+
+    def make_storage(self, w: Workload) -> list[int]:
+        devs = list(range(DaosContender._dev, DaosContender._dev + w.keys))
+        DaosContender._dev += w.keys
+        self.objs = self.agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[self.backend])
+        return devs
+
+    def drop_storage(self) -> None:
+        self.agent.deregister_memory(self.objs, backends=[self.backend])
+        self.objs = None
+        self.sim.control("reset_data")
+
+    def rpc_counts(self) -> dict[str, int]:
+        return self.sim.stats()
+
+
+class RealDaosContender(NixlContender):
+    """The plugin on a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS). Each workload runs on a
+    container of its own, created by the plugin and destroyed after it with the `daos` tool
+    (DAOS_LOCAL_BIN or PATH), since a new-key write cannot free the keys of the one before."""
+
+    kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
+    _dev = 1 << 40
+
+    def __init__(self, name: str, params: dict[str, str]):
+        super().__init__(name, params)
+        self.objs: list = []
+        self.label = None
+
+    def open(self, bufs: Buffers) -> None:
+        self.bufs = bufs  # the agent is made per workload, on its container
+
+    def close(self) -> None:
+        pass
+
+    def _register(self, w: Workload) -> list[int]:
+        devs = list(range(RealDaosContender._dev, RealDaosContender._dev + w.keys))
+        RealDaosContender._dev += w.keys
+        self.objs.append(
+            self.agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[self.backend])
+        )
+        return devs
+
+    def make_storage(self, w: Workload) -> list[int]:
+        import uuid
+
+        self.label = f"kvbench-{uuid.uuid4().hex[:12]}"
+        self.params = dict(self.params, container=self.label, create_container="true")
+        super().open(self.bufs)
+        # The first I/O to a new container opens it on the engine; a KV store did that long ago.
+        devs = self._register(Workload("warm", 1, 1, 4096))
+        h = Harness(1, 0.001, 600.0)
+        for op, buf in (("WRITE", self.bufs.src), ("READ", self.bufs.dst)):
+            local = self.agent.get_xfer_descs([(buf.ctypes.data, 4096, 0)], "DRAM")
+            h.drive(self.agent, op, [(local, self.agent.get_xfer_descs([(0, 4096, devs[0])], "OBJ"))])
+        return self._register(w)
+
+    def renew_storage(self, w: Workload) -> list[int]:
+        return self._register(w)
+
+    def drop_storage(self) -> None:
+        for o in self.objs:
+            self.agent.deregister_memory(o, backends=[self.backend])
+        self.objs.clear()
+        super().close()
+        tool = next(
+            (
+                t
+                for t in (os.path.join(os.environ.get("DAOS_LOCAL_BIN", ""), "daos"), shutil.which("daos"))
+                if t and os.access(t, os.X_OK)
+            ),
+            None,
+        )
+        pool = os.environ.get("DAOS_POOL", "")
+        if tool is None:
+            print(f"  warning: no `daos` tool: container {self.label} stays in pool {pool}")
+            return
+        r = subprocess.run([tool, "cont", "destroy", "--force", pool, self.label], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"  warning: daos cont destroy {pool} {self.label}: {r.stdout.strip()} {r.stderr.strip()}")
+
+
+class PosixContender(NixlContender):
+    kind, backend, mem = "posix", "POSIX", "FILE"
+
+    def __init__(self, name: str, params: dict[str, str], root: Path):
+        super().__init__(name, params)
+        self.root = root
+        self.fds: list[int] = []
+        self.files = None
+
+    def make_storage(self, w: Workload) -> list[int]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        for k in range(w.keys):
+            self.fds.append(os.open(self.root / f"k{k}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
+        self.files = self.agent.register_memory(
+            [(0, w.key_bytes, fd, "") for fd in self.fds], "FILE", backends=[self.backend]
+        )
+        return list(self.fds)
+
+    def drop_storage(self) -> None:
+        self.agent.deregister_memory(self.files, backends=[self.backend])
+        self.files = None
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
+        for p in self.root.glob("k*"):
+            p.unlink()
+
+
+class MemcpyContender(Contender):
+    kind = "memcpy"
+
+    def __init__(self, name: str, threads: int):
+        self.name, self.threads = name, threads
+        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
+
+    def copy(self, bufs: Buffers, nbytes: int) -> None:
+        if self.pool is None:
+            np.copyto(bufs.dst[:nbytes], bufs.src[:nbytes])
+            return
+        # threads over chunks: at least 4 per thread so a slow chunk does not idle the others
+        size = max(MiB, -(-nbytes // (4 * self.threads)))
+
+        def one(ab):
+            np.copyto(bufs.dst[ab[0] : ab[1]], bufs.src[ab[0] : ab[1]])
+
+        list(self.pool.map(one, Buffers.chunks(nbytes, size)))
+
+
+def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None) -> list[Contender]:
+    daos_common = {}
+    if a.num_queues:
+        daos_common["num_queues"] = str(a.num_queues)
+    table = {
+        # the plugin's default policy (fold=auto at its default rpc_target_bytes)
+        "daos-default": lambda: DaosContender("daos default", dict(daos_common), sim, None),
+        "daos-fold": lambda: DaosContender("daos fold", {**daos_common, "fold": "true"}, sim, None),
+        "daos-nofold": lambda: DaosContender("daos nofold", {**daos_common, "fold": "false"}, sim, None),
+        "daos-fold-net": lambda: DaosContender("daos fold +net", {**daos_common, "fold": "true"}, sim, net),
+        "daos-nofold-net": lambda: DaosContender("daos nofold +net", {**daos_common, "fold": "false"}, sim, net),
+        "real-default": lambda: RealDaosContender("real default", dict(daos_common)),
+        "real-fold": lambda: RealDaosContender("real fold", {**daos_common, "fold": "true"}),
+        "real-nofold": lambda: RealDaosContender("real nofold", {**daos_common, "fold": "false"}),
+        "posix": lambda: PosixContender("posix", {}, shm),
+        "posix-uring": lambda: PosixContender("posix uring", {"use_uring": "true"}, shm),
+        "memcpy-1t": lambda: MemcpyContender("memcpy 1T", 1),
+        "memcpy-nt": lambda: MemcpyContender(f"memcpy {cores}T", cores),
+    }
+    groups = {
+        "daos": ["daos-default", "daos-fold", "daos-nofold", "daos-fold-net", "daos-nofold-net"],
+        "real": ["real-default", "real-fold", "real-nofold"],
+        "posix": ["posix", "posix-uring"],
+        "memcpy": ["memcpy-1t", "memcpy-nt"],
+    }
+    names: list[str] = []
+    for x in a.contenders.split(","):
+        x = x.strip()
+        for n in groups.get(x, [x]):
+            if n not in table:
+                raise SystemExit(f"unknown contender {x!r}; known: {', '.join(list(groups) + list(table))}")
+            if n not in names:
+                names.append(n)
+    # memcpy first: the reference every ratio is taken against; and again last, so that the
+    # report can tell when the machine's speed changed during the run (the faster counts)
+    names.sort(key=lambda n: not n.startswith("memcpy"))
+    out = [table[n]() for n in names]
+    if a.memcpy_again and any(isinstance(c, MemcpyContender) for c in out) and len(out) > 2:
+        out += [MemcpyContender(f"{c.name} (end)", c.threads) for c in out if isinstance(c, MemcpyContender)]
+    return out

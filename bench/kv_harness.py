@@ -1,0 +1,135 @@
+"""How bench/kv_bench.py times a transfer: the NIXL harness (one request per key, a window in
+flight, check_xfer_state polling, as KVBM and LMCache drive NIXL) and the Row of results."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kv_workloads import GB
+
+
+@dataclass
+class Row:
+    contender: str
+    workload: str
+    op: str
+    nbytes: int  # per repetition
+    descs: int  # NIXL descriptors (or keys queried) per repetition
+    times: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    lat: list[float] = field(default_factory=list)  # per request/call, seconds
+    rpcs: list[int] = field(default_factory=list)  # per repetition, from daos-sim's counters
+    verified: bool = True
+    note: str = ""
+
+    @property
+    def t(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def gbps(self) -> float:
+        return self.nbytes / self.t / GB if self.nbytes else 0.0
+
+    @property
+    def dps(self) -> float:
+        return self.descs / self.t
+
+    @property
+    def cpu_per_gb(self) -> float:
+        moved = self.nbytes * len(self.times)
+        return sum(self.cpu) / (moved / GB) if moved else float("nan")
+
+    def pct(self, q: float) -> float | None:
+        if not self.lat:
+            return None
+        return float(np.percentile(np.asarray(self.lat), q))
+
+
+def cpu_now() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+class Harness:
+    """Posts one request per key and keeps `window` of them in flight; sweeps check_xfer_state
+    over them, refilling the window, and sleeps `poll` before a sweep whenever the previous one
+    completed nothing (a consumer's progress loop: it never spins while the I/O is under way).
+
+    Two ways to get a request's handle:
+      prepared      (default) the caller made the handles once, before the clock (make_handles),
+                    and each repetition reposts them with transfer(h), as NIXL's nixlbench does and
+                    as LMCache reuses its prepped descriptor lists; release_handles frees them
+      per-transfer  initialize_xfer before, and release_xfer_handle after, every request, inside
+                    the timed region, as a consumer that builds its requests on the fly does
+    Returns the wall time and the per-request latencies (post to seen done)."""
+
+    MODES = ("prepared", "per-transfer")
+
+    def __init__(self, window: int, poll_s: float, timeout_s: float, mode: str = "prepared"):
+        if mode not in self.MODES:
+            raise ValueError(f"handle mode {mode!r}: one of {self.MODES}")
+        self.window, self.poll, self.timeout, self.mode = window, poll_s, timeout_s, mode
+
+    @property
+    def prepared(self) -> bool:
+        return self.mode == "prepared"
+
+    def make_handles(self, agent, op: str, requests: list) -> list | None:
+        """The handles of `requests` (prepared mode; None otherwise), made outside the clock."""
+        if not self.prepared:
+            return None
+        return [agent.initialize_xfer(op, local, remote, agent.name) for local, remote in requests]
+
+    @staticmethod
+    def release_handles(agent, handles: list | None) -> None:
+        for h in handles or ():
+            agent.release_xfer_handle(h)
+
+    def drive(self, agent, op: str, requests: list, handles: list | None = None) -> tuple[float, list[float]]:
+        """One pass over `requests`: reposts `handles` when given (prepared), else makes and
+        releases one handle per request inside the timed loop (per-transfer)."""
+        lat: list[float] = []
+        inflight: list = []
+        own = handles is None
+
+        def settle(h, ts: float, st: str, pending: list, call: str) -> None:
+            if st == "PROC":
+                pending.append((h, ts))
+                return
+            if own:
+                agent.release_xfer_handle(h)
+            if st != "DONE":  # negative statuses raise typed exceptions; "ERR" is the rest
+                raise RuntimeError(f"{call}() returned {st}")
+            lat.append(time.perf_counter() - ts)
+
+        nxt, n = 0, len(requests)
+        progressed = True  # the first sweep follows the first posts without a sleep
+        t0 = time.perf_counter()
+        deadline = t0 + self.timeout
+        while nxt < n or inflight:
+            while nxt < n and len(inflight) < self.window:
+                ts = time.perf_counter()
+                if own:
+                    local, remote = requests[nxt]
+                    h = agent.initialize_xfer(op, local, remote, agent.name)
+                else:
+                    h = handles[nxt]
+                nxt += 1
+                settle(h, ts, agent.transfer(h), inflight, "transfer")
+            if not inflight:
+                continue
+            if not progressed:
+                time.sleep(self.poll)
+            still: list = []
+            for h, ts in inflight:
+                settle(h, ts, agent.check_xfer_state(h), still, "check_xfer_state")
+            progressed = len(still) < len(inflight)
+            inflight = still
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"{op}: {len(inflight)} requests not done after {self.timeout:.0f} s")
+        return time.perf_counter() - t0, lat

@@ -1,0 +1,26 @@
+"""Scenario of tests/e2e/test_safety.py, run in a subprocess by test_exit_with_transfers_in_flight:
+Interpreter exit with fetches in flight. Prints its findings as one JSON line."""
+
+import json
+import sys
+
+import numpy as np
+
+import daoskit
+from daoskit import addr, pattern, unique_key
+
+daoskit.prepare_environment()
+sim = daoskit.Sim()
+d = daoskit.DaosAgent(params={"timeout_ms": 10000, "num_queues": 2})
+size = 1 << 20
+dev = d.put(unique_key("exit"), pattern(size, 4))
+sim.control("latency 300000")
+bufs, handles = [], []
+for _ in range(8):
+    buf = np.zeros(size, np.uint8)
+    d.reg_dram(buf)
+    bufs.append(buf)
+    handles.append(d.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])[0])
+print(json.dumps({"posted": len(handles)}))
+sys.stdout.flush()
+# falls off the end: Python frees buffers, handles and the agent in its own order

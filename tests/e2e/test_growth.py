@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import daoskit
 import pytest
+
+import daoskit
 
 # It drives daos-sim's hang/resume controls and reads its in-flight counter.
 pytestmark = pytest.mark.skipif(daoskit.TESTBED, reason="needs daos-sim's controls and counters")

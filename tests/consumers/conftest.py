@@ -26,6 +26,12 @@ REAL = os.environ.get("NIXL_DAOS_REAL") == "1"
 
 sys.path.insert(0, str(HERE))
 
+# Read when LMCache is first imported: LMCache logs every store and retrieve at INFO (pytest shows
+# what is left when a test fails).
+os.environ.setdefault("LMCACHE_LOG_LEVEL", "WARNING")
+# LMCache's builtin chunk hash must agree across processes (the real-engine tests' subprocesses).
+os.environ.setdefault("PYTHONHASHSEED", "0")
+
 pytest.importorskip("lmcache", reason="LMCache is not installed here: run with the consumers venv (ci/consumers.sh)")
 
 if not PLUGIN_SO.exists():
@@ -43,10 +49,6 @@ OBJ_PLUGIN_DIR = _install_as("OBJ")
 DAOS_PLUGIN_DIR = _install_as("DAOS")
 
 os.environ["NIXL_PLUGIN_DIR"] = OBJ_PLUGIN_DIR
-# LMCache's builtin chunk hash must agree across processes (the real-engine tests).
-os.environ.setdefault("PYTHONHASHSEED", "0")
-# LMCache logs every store and retrieve at INFO; pytest shows what is left when a test fails.
-os.environ.setdefault("LMCACHE_LOG_LEVEL", "WARNING")
 if REAL:
     missing = [v for v in ("DAOS_POOL", "NIXL_DAOS_LIBDAOS") if not os.environ.get(v)]
     if missing:

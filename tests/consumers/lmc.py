@@ -169,13 +169,18 @@ def nixl_backend(engine):
 
 def _main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("role", choices=["store", "check", "store-forever"])
+    ap.add_argument("role", choices=["store", "check", "store-forever"],
+                    help="store seeds 0..seqs-1 and exit; check what a seed range retrieves (JSON);"
+                    " store-forever: seeds 1000, 1001, ... until killed")
     ap.add_argument("--bucket", required=True)
     ap.add_argument("--seqs", type=int, default=4)
+    ap.add_argument("--first-seed", type=int, default=0, help="check: seeds first-seed .. first-seed+seqs-1")
     ap.add_argument("--chunks", type=int, default=8, help="chunks per sequence")
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=2)
+    ap.add_argument("--head-size", type=int, default=64)
     args = ap.parse_args()
-    setup = Setup(bucket=args.bucket, layers=args.layers)
+    setup = Setup(bucket=args.bucket, layers=args.layers, heads=args.heads, head_size=args.head_size, cpu_gb=0.5)
     n = args.chunks * setup.chunk
     _, engine = build(setup)
     if args.role == "store":
@@ -191,7 +196,7 @@ def _main() -> int:
             s += 1
     else:
         result = {"hit_chunks": 0, "equal_chunks": 0, "torn_chunks": 0, "total_chunks": 0}
-        seeds = list(range(args.seqs))
+        seeds = range(args.first_seed, args.first_seed + args.seqs)
         for s in seeds:
             toks = tokens_for(s, n)
             mask, out = retrieve(engine, setup, toks)

@@ -182,7 +182,17 @@ def _main() -> int:
     args = ap.parse_args()
     setup = Setup(bucket=args.bucket, layers=args.layers, heads=args.heads, head_size=args.head_size, cpu_gb=0.5)
     n = args.chunks * setup.chunk
-    _, engine = build(setup)
+    iid, engine = build(setup)
+    try:
+        _run_role(args, setup, n, engine)
+    finally:
+        # Without this the process never exits: LMCache's StorageManager runs a non-daemon
+        # event-loop thread that only LMCacheEngineBuilder.destroy stops.
+        destroy(iid)
+    return 0
+
+
+def _run_role(args, setup: Setup, n: int, engine) -> None:
     if args.role == "store":
         for s in range(args.seqs):
             store(engine, setup, tokens_for(s, n))
@@ -211,8 +221,6 @@ def _main() -> int:
                     else:
                         result["torn_chunks"] += 1
         print(json.dumps(result), flush=True)
-    sys.stdout.flush()
-    return 0
 
 
 if __name__ == "__main__":

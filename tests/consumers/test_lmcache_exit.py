@@ -90,7 +90,7 @@ def run(script: str, plugin_dir: str) -> dict:
         env=env,
     )
     assert p.returncode == 0, p.stderr[-4000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads([line for line in p.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def test_with_backend_name_daos_lmcache_asserts_before_loading_us():

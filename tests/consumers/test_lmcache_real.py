@@ -33,7 +33,12 @@ def bucket() -> str:
 def run_role(*args, timeout=300) -> dict:
     p = subprocess.run([sys.executable, LMC, *args], capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"lmc.py {' '.join(args)} exited {p.returncode}:\n{p.stderr[-4000:]}"
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads(json_lines(p.stdout)[-1])
+
+
+def json_lines(text: str) -> list[str]:
+    """The role's reports: NIXL logs on stdout too, at INFO, one line each."""
+    return [line for line in text.splitlines() if line.startswith("{")]
 
 
 def test_process_b_finds_everything_process_a_stored():
@@ -62,7 +67,8 @@ def test_a_writer_killed_mid_store_leaves_chunks_whole_or_missing():
         while len(announced) < 2:
             line = writer.stdout.readline()
             assert line, f"the writer exited ({writer.poll()}) before storing two sequences"
-            announced.append(json.loads(line)["stored_seq"])
+            if line.startswith("{"):
+                announced.append(json.loads(line)["stored_seq"])
             assert time.monotonic() < deadline, "the writer is too slow"
         time.sleep(random.uniform(0.02, 0.2))  # somewhere inside the next store
     finally:

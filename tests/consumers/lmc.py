@@ -13,7 +13,6 @@ through it would pass on garbage).
 
 import argparse
 import json
-import os
 import sys
 import time
 import uuid
@@ -198,29 +197,50 @@ def _run_role(args, setup: Setup, n: int, engine) -> None:
             store(engine, setup, tokens_for(s, n))
         print(json.dumps({"stored_chunks": args.seqs * args.chunks}), flush=True)
     elif args.role == "store-forever":
-        # Writes new sequences until killed; announces each one once it is stored.
+        # Writes new sequences until killed; announces each one once it is stored, with the time
+        # its store took (the killer aims at the middle of the next one).
         s = 0
         while True:
+            t0 = time.monotonic()
             store(engine, setup, tokens_for(1000 + s, n))
-            print(json.dumps({"stored_seq": 1000 + s}), flush=True)
+            print(json.dumps({"stored_seq": 1000 + s, "store_s": time.monotonic() - t0}), flush=True)
             s += 1
     else:
-        result = {"hit_chunks": 0, "equal_chunks": 0, "torn_chunks": 0, "total_chunks": 0}
-        seeds = range(args.first_seed, args.first_seed + args.seqs)
-        for s in seeds:
-            toks = tokens_for(s, n)
-            mask, out = retrieve(engine, setup, toks)
-            want = kv_for(setup, toks)
-            for c in range(args.chunks):
-                sl = slice(c * setup.chunk, (c + 1) * setup.chunk)
-                result["total_chunks"] += 1
-                if bool(mask[sl].all()):
-                    result["hit_chunks"] += 1
-                    if torch.equal(out[:, :, sl, :], want[:, :, sl, :]):
-                        result["equal_chunks"] += 1
-                    else:
-                        result["torn_chunks"] += 1
-        print(json.dumps(result), flush=True)
+        print(json.dumps(check(engine, setup, range(args.first_seed, args.first_seed + args.seqs), n)), flush=True)
+
+
+def check(engine, setup: Setup, seeds, n: int) -> dict:
+    """What a reader finds of the sequences `seeds`, two ways:
+    - as LMCache serves a request (engine.retrieve: the longest stored prefix): hit_chunks,
+      equal_chunks (hits whose bytes are the stored ones);
+    - chunk by chunk at the storage backend (its own lookup, then a read of that key alone), so a
+      chunk after a missing one is checked too: present_chunks, whole_chunks, torn_chunks (present
+      and read, but not the bytes stored: must never happen)."""
+    r = dict.fromkeys(("total_chunks", "hit_chunks", "equal_chunks", "present_chunks", "whole_chunks", "torn_chunks"), 0)
+    backend = nixl_backend(engine)
+    for seed in seeds:
+        toks = tokens_for(seed, n)
+        want = kv_for(setup, toks)
+        mask, out = retrieve(engine, setup, toks)
+        for start, end, key in engine.token_database.process_tokens(tokens=toks):
+            r["total_chunks"] += 1
+            if bool(mask[start:end].all()):
+                r["hit_chunks"] += 1
+                r["equal_chunks"] += torch.equal(out[:, :, start:end, :], want[:, :, start:end, :])
+            if not backend.contains(key):
+                continue
+            r["present_chunks"] += 1
+            obj = backend.get_blocking(key)
+            if obj is None:  # reported present, then unreadable: not a hit, so not torn either
+                continue
+            try:
+                if torch.equal(obj.tensor, want[:, :, start:end, :]):
+                    r["whole_chunks"] += 1
+                else:
+                    r["torn_chunks"] += 1
+            finally:
+                obj.ref_count_down()
+    return r
 
 
 if __name__ == "__main__":

@@ -48,7 +48,14 @@ def test_process_b_finds_everything_process_a_stored():
     # Process A has exited; B starts afterwards with nothing but the bucket name.
     found = run_role("check", "--bucket", name, "--seqs", "6", "--chunks", "8")
     print(f"process B: {found}")
-    assert found == {"hit_chunks": 48, "equal_chunks": 48, "torn_chunks": 0, "total_chunks": 48}, found
+    assert found == {
+        "total_chunks": 48,
+        "hit_chunks": 48,
+        "equal_chunks": 48,
+        "present_chunks": 48,
+        "whole_chunks": 48,
+        "torn_chunks": 0,
+    }, found
 
 
 def test_a_writer_killed_mid_store_leaves_chunks_whole_or_missing():
@@ -61,16 +68,19 @@ def test_a_writer_killed_mid_store_leaves_chunks_whole_or_missing():
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    announced = []
+    announced, store_s = [], []
     try:
         deadline = time.monotonic() + 240
-        while len(announced) < 2:
+        while len(announced) < 3:
             line = writer.stdout.readline()
-            assert line, f"the writer exited ({writer.poll()}) before storing two sequences"
+            assert line, f"the writer exited ({writer.poll()}) before storing three sequences"
             if line.startswith("{"):
-                announced.append(json.loads(line)["stored_seq"])
+                report = json.loads(line)
+                announced.append(report["stored_seq"])
+                store_s.append(report["store_s"])
             assert time.monotonic() < deadline, "the writer is too slow"
-        time.sleep(random.uniform(0.02, 0.2))  # somewhere inside the next store
+        # The next store has just begun: aim at its middle (the stores so far took store_s each).
+        time.sleep(random.uniform(0.3, 0.7) * min(store_s[1:]))
     finally:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait(timeout=30)
@@ -83,6 +93,11 @@ def test_a_writer_killed_mid_store_leaves_chunks_whole_or_missing():
     found = run_role(
         "check", "--bucket", name, "--seqs", str(n), "--first-seed", str(first), "--chunks", "8", *BIG
     )
-    print(f"writer killed after {len(announced)} sequences; reader: {found}")
+    interrupted = found["present_chunks"] - 8 * len(announced)
+    print(
+        f"writer killed {len(announced)} sequences in (stores took {', '.join(f'{t:.2f}' for t in store_s)} s);"
+        f" reader: {found}; the interrupted sequence: {interrupted} of 8 chunks present, whole"
+    )
     assert found["torn_chunks"] == 0, found
+    assert found["present_chunks"] == found["whole_chunks"] >= 8 * len(announced), found
     assert found["hit_chunks"] == found["equal_chunks"] >= 8 * len(announced), found

@@ -122,6 +122,16 @@ fn main() {
     daos_bindings(&manifest, &out);
 
     // The C++ shim between NIXL's plugin ABI and our C ABI (include/nixl_daos.h).
+    // NIXL_DAOS_SHIM=external: NIXL's own meson build compiles the shim against its real headers
+    // and links this crate as a staticlib (upstream/src/plugins/daos/meson.build); the crate then
+    // exports only the C ABI, not nixl_plugin_init.
+    println!("cargo:rerun-if-env-changed=NIXL_DAOS_SHIM");
+    println!("cargo::rustc-check-cfg=cfg(nd_shim)");
+    match env::var("NIXL_DAOS_SHIM").as_deref() {
+        Ok("external") => return,
+        Ok("") | Err(_) => {}
+        Ok(other) => panic!("nixl-daos: NIXL_DAOS_SHIM={other:?}: the only accepted value is \"external\" (unset builds the shim)"),
+    }
     let shim_dir = manifest.join("src/shim");
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&shim_dir)
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
@@ -130,24 +140,21 @@ fn main() {
     sources.sort();
     println!("cargo:rerun-if-changed=src/shim");
     println!("cargo:rerun-if-changed=include");
-    println!("cargo::rustc-check-cfg=cfg(nd_shim)");
     // Without the shim the library has no nixl_plugin_init and NIXL cannot load it: fail here.
     assert!(
         !sources.is_empty(),
         "nixl-daos: no C++ shim sources in {} (the plugin cannot load without them)",
         shim_dir.display()
     );
-    {
-        println!("cargo:rustc-cfg=nd_shim");
-        cc::Build::new()
-            .cpp(true)
-            .std("c++20")
-            .include(manifest.join("include"))
-            .include(&shim_dir)
-            .flag_if_supported("-fvisibility=hidden")
-            .flag_if_supported("-Wno-invalid-offsetof")
-            .files(&sources)
-            .compile("nixl_daos_shim");
-        println!("cargo:rustc-link-lib=stdc++");
-    }
+    println!("cargo:rustc-cfg=nd_shim");
+    cc::Build::new()
+        .cpp(true)
+        .std("c++20")
+        .include(manifest.join("include"))
+        .include(&shim_dir)
+        .flag_if_supported("-fvisibility=hidden")
+        .flag_if_supported("-Wno-invalid-offsetof")
+        .files(&sources)
+        .compile("nixl_daos_shim");
+    println!("cargo:rustc-link-lib=stdc++");
 }

@@ -9,16 +9,20 @@ Workloads (all sizes times --scale, except queryMem):
   lmcache  one descriptor per key, 8 MiB chunks, as many bytes as `ref`
   query    queryMem of 10,000 keys, half present, from 1 and from 16 threads
 
-Contenders: the DAOS plugin with fold=true and fold=false, on daos-sim with no modeled cost (the
-plugin's and the simulator's own overhead) and with a modeled network (+net; see NetModel and the
-comment above it: a link below this machine's copy rate and a serialised per-RPC cost); POSIX
+Contenders: the DAOS plugin with its default fold policy (fold=auto), fold=true and fold=false,
+on daos-sim with no modeled cost (the plugin's and the simulator's own overhead), fold and nofold
+with a modeled network (+net; see NetModel and the comment above it: a link below this machine's
+copy rate and a serialised per-RPC cost), or with --real on a real DAOS pool (real-default,
+real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
 the same bytes with 1 thread and with one thread per core, first and again last (the faster
 counts; a change of more than 15% is reported as NOISY).
 
 Every transfer goes through the same harness: one NIXL request per key, a window of --window
 requests in flight, check_xfer_state on each after a --poll-ms sleep, as KVBM and LMCache drive
-NIXL. --handles prepared (default): each key's handle is made once before the clock and reposted
+NIXL. Three ops per workload: write (every rep to keys never written, storage allocated inside
+the clock: the headline write, as KV offload writes each block once), overwrite (the last keys
+again) and read. --handles prepared (default): each key's handle is made once before the clock and reposted
 by every rep (as nixlbench); --handles per-transfer: initialize_xfer and release_xfer_handle
 around every request, timed. Every read rep is verified against the source (poisoned
 destination, full compare), so a fast wrong answer cannot win. Storage is freed between
@@ -37,7 +41,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -51,6 +57,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if "--real" in sys.argv[1:]:
+    # daoskit reads these at import: a real pool (DAOS_POOL) through NIXL_DAOS_LIBDAOS, no daos-sim;
+    # every workload gets a container of its own, so DAOS_CONT only has to be set.
+    os.environ["NIXL_DAOS_TESTBED"] = "1"
+    os.environ.setdefault("DAOS_CONT", "unused")
 
 import daoskit  # noqa: E402
 import kv_report  # noqa: E402
@@ -433,6 +445,12 @@ class NixlContender(Contender):
     def rpc_counts(self) -> dict[str, int] | None:
         return None
 
+    def renew_storage(self, w: Workload) -> list[int]:
+        """Keys never written, for the next new-key write (the old ones are freed first where the
+        storage allows it)."""
+        self.drop_storage()
+        return self.make_storage(w)
+
     def requests(self, w: Workload, buf: np.ndarray, devs: list[int]) -> list:
         """One (local, remote) descriptor-list pair per key, built before the clock starts."""
         off = w.local_offsets()
@@ -485,6 +503,64 @@ class DaosContender(NixlContender):
 
     def rpc_counts(self) -> dict[str, int]:
         return self.sim.stats()
+
+
+class RealDaosContender(NixlContender):
+    """The plugin on a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS). Each workload runs on a
+    container of its own, created by the plugin and destroyed after it with the `daos` tool
+    (DAOS_LOCAL_BIN or PATH), since a new-key write cannot free the keys of the one before."""
+
+    kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
+    _dev = 1 << 40
+
+    def __init__(self, name: str, params: dict[str, str]):
+        super().__init__(name, params)
+        self.objs: list = []
+        self.label = None
+
+    def open(self, bufs: Buffers) -> None:
+        self.bufs = bufs  # the agent is made per workload, on its container
+
+    def close(self) -> None:
+        pass
+
+    def _register(self, w: Workload) -> list[int]:
+        devs = list(range(RealDaosContender._dev, RealDaosContender._dev + w.keys))
+        RealDaosContender._dev += w.keys
+        self.objs.append(self.agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[self.backend]))
+        return devs
+
+    def make_storage(self, w: Workload) -> list[int]:
+        import uuid
+
+        self.label = f"kvbench-{uuid.uuid4().hex[:12]}"
+        self.params = dict(self.params, container=self.label, create_container="true")
+        super().open(self.bufs)
+        # The first I/O to a new container opens it on the engine; a KV store did that long ago.
+        devs = self._register(Workload("warm", 1, 1, 4096))
+        h = Harness(1, 0.001, 600.0)
+        for op, buf in (("WRITE", self.bufs.src), ("READ", self.bufs.dst)):
+            local = self.agent.get_xfer_descs([(buf.ctypes.data, 4096, 0)], "DRAM")
+            h.drive(self.agent, op, [(local, self.agent.get_xfer_descs([(0, 4096, devs[0])], "OBJ"))])
+        return self._register(w)
+
+    def renew_storage(self, w: Workload) -> list[int]:
+        return self._register(w)
+
+    def drop_storage(self) -> None:
+        for o in self.objs:
+            self.agent.deregister_memory(o, backends=[self.backend])
+        self.objs.clear()
+        super().close()
+        tool = next((t for t in (os.path.join(os.environ.get("DAOS_LOCAL_BIN", ""), "daos"), shutil.which("daos"))
+                     if t and os.access(t, os.X_OK)), None)
+        pool = os.environ.get("DAOS_POOL", "")
+        if tool is None:
+            print(f"  warning: no `daos` tool: container {self.label} stays in pool {pool}")
+            return
+        r = subprocess.run([tool, "cont", "destroy", "--force", pool, self.label], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"  warning: daos cont destroy {pool} {self.label}: {r.stdout.strip()} {r.stderr.strip()}")
 
 
 class PosixContender(NixlContender):
@@ -579,17 +655,20 @@ class Bench:
         devs = c.make_storage(w)
         h = self.harness
         try:
-            reqs = {"write": c.requests(w, self.bufs.src, devs), "read": c.requests(w, self.bufs.dst, devs)}
-            for op in ("write", "read"):
+            if c.net is None:
+                # New-key writes, the headline write: each rep writes keys never written, as KV
+                # offload writes every block once (storage is allocated inside the clock).
+                row, devs = self.time_new_writes(c, w, devs)
+                self.rows.append(row)
+            reqs = {"overwrite": c.requests(w, self.bufs.src, devs), "read": c.requests(w, self.bufs.dst, devs)}
+            for op in ("overwrite", "read"):
                 # prepared mode: this op's handles, one per key, made before the clock and
-                # reposted by every repetition (the untimed first write posts them first)
-                handles = h.make_handles(c.agent, op.upper(), reqs[op])
+                # reposted by every repetition
+                handles = h.make_handles(c.agent, "WRITE" if op == "overwrite" else "READ", reqs[op])
                 try:
-                    if op == "write":
-                        # An untimed first write, without the modeled network: it allocates the
-                        # storage (daos-sim's chunks, tmpfs pages; in this VM first-touched memory
-                        # also faults in the host), which a DAOS server has allocated long before.
-                        # The timed writes overwrite, as a KV store does.
+                    if op == "overwrite" and c.net is not None:
+                        # +net contenders time no new-key write: an untimed first write, without
+                        # the modeled network, allocates the storage the overwrites then reuse.
                         h.drive(c.agent, "WRITE", reqs[op], handles)
                     c.net_on()
                     try:
@@ -601,6 +680,31 @@ class Bench:
         finally:
             c.drop_storage()
 
+    def time_new_writes(self, c: NixlContender, w: Workload, devs: list[int]) -> tuple[Row, list[int]]:
+        """Timed writes to new keys, fresh storage each rep; returns the row and the last keys."""
+        row = Row(c.name, w.name, "write", w.nbytes, w.descs)
+        h = self.harness
+        while not self.reps_done(row.times):
+            if row.times:
+                devs = c.renew_storage(w)
+            reqs = c.requests(w, self.bufs.src, devs)
+            handles = h.make_handles(c.agent, "WRITE", reqs)
+            try:
+                before = c.rpc_counts()
+                c0 = cpu_now()
+                dt, lat = h.drive(c.agent, "WRITE", reqs, handles)
+                row.cpu.append(cpu_now() - c0)
+                row.times.append(dt)
+                row.lat += lat
+                if before is not None:
+                    after = c.rpc_counts()
+                    row.rpcs.append(after["update"] - before["update"])
+            finally:
+                h.release_handles(c.agent, handles)
+        self.log(f"{c.name:<18} {w.name:<8} write {row.gbps:7.2f} GB/s (new keys, {len(row.times)} reps"
+                 + (f", {row.rpcs[-1]} RPCs)" if row.rpcs else ")"))
+        return row, devs
+
     def time_xfer(self, c: NixlContender, w: Workload, op: str, reqs: list, handles: list | None) -> Row:
         row = Row(c.name, w.name, op, w.nbytes, w.descs)
         while not self.reps_done(row.times):
@@ -608,13 +712,13 @@ class Bench:
                 self.bufs.poison(w)
             before = c.rpc_counts()
             c0 = cpu_now()
-            dt, lat = self.harness.drive(c.agent, op.upper(), reqs, handles)
+            dt, lat = self.harness.drive(c.agent, "READ" if op == "read" else "WRITE", reqs, handles)
             row.cpu.append(cpu_now() - c0)
             row.times.append(dt)
             row.lat += lat
             if before is not None:
                 after = c.rpc_counts()
-                rpc, moved = ("update", "bytes_written") if op == "write" else ("fetch", "bytes_read")
+                rpc, moved = ("update", "bytes_written") if op == "overwrite" else ("fetch", "bytes_read")
                 row.rpcs.append(after[rpc] - before[rpc])
                 if after[moved] - before[moved] != w.nbytes:
                     row.verified = False
@@ -624,7 +728,7 @@ class Bench:
             if op == "read":
                 self.check_read(c, w, row)
         rpcs = f", {row.rpcs[-1]} RPCs" if row.rpcs else ""
-        self.log(f"{c.name:<18} {w.name:<8} {op:<5} {row.gbps:7.2f} GB/s ({len(row.times)} reps{rpcs})")
+        self.log(f"{c.name:<18} {w.name:<8} {op:<9} {row.gbps:7.2f} GB/s ({len(row.times)} reps{rpcs})")
         return row
 
     def run_query(self, c: NixlContender, keys: int, thread_counts: list[int]) -> None:
@@ -731,22 +835,53 @@ class Bench:
         return [r for r in self.rows if r.contender == name and r.times]
 
 
+def real_warmup(bench: Bench, gib: float, workloads: list[Workload]) -> None:
+    """Untimed new-key writes of `gib` GiB on a scratch container, destroyed after. A freshly
+    started engine's storage has never been touched: whichever contender ran first would pay
+    for its first-touch page faults (a RAM-backed engine's tmpfs, and the VM's host below it;
+    in one run without it, the first contender's new-key writes ran at a quarter of the
+    others'), which a long-running DAOS server paid long ago."""
+    block = max(w.nbytes for w in workloads)
+    block = min(block, bench.bufs.src.nbytes)
+    reps = max(1, round(gib * 2**30 / block))
+    w = Workload("warmup", 1, 1, block)
+    c = RealDaosContender("warm-up", {})
+    c.open(bench.bufs)
+    t0 = time.perf_counter()
+    devs = c.make_storage(w)
+    try:
+        for i in range(reps):
+            if i:
+                devs = c.renew_storage(w)
+            bench.harness.drive(c.agent, "WRITE", c.requests(w, bench.bufs.src, devs))
+    finally:
+        c.drop_storage()
+    print(f"- warm-up: {reps * block / 2**30:.1f} GiB of untimed new-key writes in {time.perf_counter() - t0:.1f} s "
+          f"(the engine's storage first touched before any contender)", flush=True)
+
+
 def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None) -> list[Contender]:
     daos_common = {}
     if a.num_queues:
         daos_common["num_queues"] = str(a.num_queues)
     table = {
+        # the plugin's default policy (fold=auto at its default rpc_target_bytes)
+        "daos-default": lambda: DaosContender("daos default", dict(daos_common), sim, None),
         "daos-fold": lambda: DaosContender("daos fold", {**daos_common, "fold": "true"}, sim, None),
         "daos-nofold": lambda: DaosContender("daos nofold", {**daos_common, "fold": "false"}, sim, None),
         "daos-fold-net": lambda: DaosContender("daos fold +net", {**daos_common, "fold": "true"}, sim, net),
         "daos-nofold-net": lambda: DaosContender("daos nofold +net", {**daos_common, "fold": "false"}, sim, net),
+        "real-default": lambda: RealDaosContender("real default", dict(daos_common)),
+        "real-fold": lambda: RealDaosContender("real fold", {**daos_common, "fold": "true"}),
+        "real-nofold": lambda: RealDaosContender("real nofold", {**daos_common, "fold": "false"}),
         "posix": lambda: PosixContender("posix", {}, shm),
         "posix-uring": lambda: PosixContender("posix uring", {"use_uring": "true"}, shm),
         "memcpy-1t": lambda: MemcpyContender("memcpy 1T", 1),
         "memcpy-nt": lambda: MemcpyContender(f"memcpy {cores}T", cores),
     }
     groups = {
-        "daos": ["daos-fold", "daos-nofold", "daos-fold-net", "daos-nofold-net"],
+        "daos": ["daos-default", "daos-fold", "daos-nofold", "daos-fold-net", "daos-nofold-net"],
+        "real": ["real-default", "real-fold", "real-nofold"],
         "posix": ["posix", "posix-uring"],
         "memcpy": ["memcpy-1t", "memcpy-nt"],
     }
@@ -772,9 +907,15 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="workload size factor (keys of ref and small, bytes of lmcache)")
     ap.add_argument("--workloads", default="ref,small,lmcache,query", help="comma list of ref, small, lmcache, query")
-    ap.add_argument("--contenders", default="memcpy,daos,posix",
-                    help="comma list of groups (daos, posix, memcpy) or names (daos-fold, daos-nofold, daos-fold-net, "
-                         "daos-nofold-net, posix, posix-uring, memcpy-1t, memcpy-nt)")
+    ap.add_argument("--real", action="store_true",
+                    help="the DAOS contenders run on a real pool (DAOS_POOL, through the libdaos in NIXL_DAOS_LIBDAOS), "
+                         "each workload on a container of its own; default contenders: real; no queryMem")
+    ap.add_argument("--real-warmup-gib", type=float, default=2.0,
+                    help="--real: untimed new-key writes of this many GiB before the contenders (0: none)")
+    ap.add_argument("--contenders", default=None,
+                    help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
+                         "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
+                         "posix-uring, memcpy-1t, memcpy-nt); default memcpy,daos,posix (--real: real)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions per op at least; the median counts")
     ap.add_argument("--min-time", type=float, default=0.5, help="repeat short ops until they sum to this many seconds")
     ap.add_argument("--max-reps", type=int, default=100,
@@ -810,6 +951,10 @@ def parse_args(argv=None):
     a = ap.parse_args(argv)
     a.cores = cores
     a.query_threads = [int(x) for x in a.query_threads.split(",") if x.strip()]
+    if a.contenders is None:
+        a.contenders = "real" if a.real else "memcpy,daos,posix"
+    if a.real and any(x.strip().startswith("daos") for x in a.contenders.split(",")):
+        raise SystemExit("--real runs no daos-sim contender (daos, daos-*): run them without --real")
     return a
 
 
@@ -828,12 +973,19 @@ def main(argv=None) -> int:
     shm = a.shm / f"nixl-daos-bench-{os.getpid()}"
 
     daoskit.prepare_environment(with_posix=True)
-    sim = daoskit.Sim()
-    calm(sim)
-    sim.control("reset_data")
-    sim.control("reset_stats")
+    sim = None
+    if not a.real:
+        sim = daoskit.Sim()
+        calm(sim)
+        sim.control("reset_data")
+        sim.control("reset_stats")
+    if a.real and query:
+        print("  (no queryMem workload with --real)")
+        query = False
 
-    print(f"nixl-daos KV benchmark: {a.cores} cores, scale {a.scale:g}, median of >= {a.reps} reps "
+    where = (f"a real DAOS pool {os.environ.get('DAOS_POOL')} ({os.environ.get('NIXL_DAOS_LIBDAOS')})" if a.real
+             else "the embedded daos-sim")
+    print(f"nixl-daos KV benchmark on {where}: {a.cores} cores, scale {a.scale:g}, median of >= {a.reps} reps "
           f"(short ops repeated to >= {a.min_time:g} s, at most {a.max_reps}; ops of >= {a.max_op_time:g} s "
           f"stop there, after at least 1), window {a.window} key-requests, poll sleep {a.poll_ms:g} ms")
     print(f"  handles: {a.handles}: " + (
@@ -847,30 +999,36 @@ def main(argv=None) -> int:
     if query:
         print(f"  query: {a.query_keys} keys, half present, {a.query_batch} keys per call, threads {a.query_threads} "
               f"(not under +net)")
-    print("  each contender writes every workload once untimed first (storage allocation; no modeled network), "
-          "then times overwrites and reads; every read rep is compared in full with the source")
+    print("  each contender times new-key writes (every rep to keys never written, as KV offload writes a block "
+          "once: the headline write), then overwrites of the last keys, then reads; every read rep is compared in "
+          "full with the source; +net contenders time no new-key write (an untimed first write, no modeled network)")
     if a.glibc_nt_threshold:
         print(f"  GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES')}")
     biggest = max([w.nbytes for w in workloads] + [64 * a.query_keys // 2 + 4096])
     t0 = time.perf_counter()
     bufs = Buffers(biggest, a.cores)
     print(f"  buffers: 2 x {biggest / 2**30:.2f} GiB in {time.perf_counter() - t0:.1f} s", flush=True)
-    net = choose_net(a, sim)
-    print(f"  modeled network (+net): daos-sim {', '.join(net.controls())}: {net.why}")
-    print(f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = {NET_RPC_BYTES / 1e6:g} MB of link "
-          f"time; one RPC per key of 40 x 1 MiB vs 40 RPCs: "
-          f"{net.bound_s(40 * MiB, 40) / net.bound_s(40 * MiB, 1):.2f}x by the model; 64 x 4 KiB: "
-          f"{net.bound_s(64 * 4096, 64) / net.bound_s(64 * 4096, 1):.1f}x)", flush=True)
+    net = None
+    if sim is not None:
+        net = choose_net(a, sim)
+        print(f"  modeled network (+net): daos-sim {', '.join(net.controls())}: {net.why}")
+        print(f"    (testbed: {TESTBED_GBPS:g} GB/s and ~{TESTBED_RPC_US:g} us per RPC = {NET_RPC_BYTES / 1e6:g} MB of link "
+              f"time; one RPC per key of 40 x 1 MiB vs 40 RPCs: "
+              f"{net.bound_s(40 * MiB, 40) / net.bound_s(40 * MiB, 1):.2f}x by the model; 64 x 4 KiB: "
+              f"{net.bound_s(64 * 4096, 64) / net.bound_s(64 * 4096, 1):.1f}x)", flush=True)
 
     bench = Bench(a, sim, bufs)
     try:
+        if a.real and a.real_warmup_gib > 0:
+            real_warmup(bench, a.real_warmup_gib, workloads)
         for c in build_contenders(a, sim, shm, a.cores, net):
             bench.run_contender(c, workloads, query)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:
-        calm(sim)
+        if sim is not None:
+            calm(sim)
         if shm.exists():
             for p in shm.iterdir():
                 p.unlink()
@@ -881,8 +1039,9 @@ def main(argv=None) -> int:
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
         "workloads": [w.__dict__ | {"nbytes": w.nbytes} for w in workloads],
         "handles": a.handles,
+        "where": "real" if a.real else "daos-sim",
         "net_model": {"bandwidth_gbps": net.gbps, "rpc_cost_us": net.rpc_cost_us, "latency_us": net.latency_us,
-                      "copy_gbps": net.copy_gbps, "why": net.why},
+                      "copy_gbps": net.copy_gbps, "why": net.why} if net else {},
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "failures": bench.failures,
     }

@@ -7,6 +7,9 @@
 #
 # NIXL_DAOS_LIBDAOS picks the libdaos to load (default libdaos.so.2); DAOS_PREFIX the headers
 # to build against. The container must exist (daos cont create <pool> <container>).
+# NIXL_DAOS_TEST_TARGETS=<the pool's target count> also checks the object's group count (at RF0).
+# Tests that kill and restart the engine need NIXL_DAOS_LOCAL=<daos-local.sh> (ci/test.sh sets it).
+# D_LOG_FILE: where libdaos logs (unset: the plugin picks $TMPDIR/nixl-daos-libdaos.<uid>.log).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 

@@ -19,6 +19,7 @@ source "$ROOT/ci/lib.sh"
 # The default build needs no libclang: the libdaos declarations are committed (src/daos/bindings.rs).
 pkgs=()
 command -v c++ >/dev/null || command -v g++ >/dev/null || pkgs+=(g++)
+command -v valgrind >/dev/null || pkgs+=(valgrind) # tests/e2e/test_valgrind.py
 [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
 [ -d "$HOME/.cargo/bin" ] && case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) PATH="$HOME/.cargo/bin:$PATH" ;; esac
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup) first"

@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
 # CI entry point (via .ci/run): set-up and release build (ci/setup.sh), the Rust tests of the whole
-# workspace, then the end-to-end tests through the real NIXL 1.5.1 agent against daos-sim, then
-# LMCache's engine through the plugin (tests/consumers, in the consumers venv of ci/consumers.sh).
+# workspace, then the end-to-end tests through the real NIXL 1.5.1 agent twice: against daos-sim,
+# and against a real single-node DAOS 2.8 engine when one can be had (../shared/daos/daos-local.sh
+# beside the repo, run as root; otherwise that pass is skipped with one line saying why).
+# LMCache's own engine drives the plugin too (tests/consumers, in the consumers venv that
+# ci/consumers.sh sets up once per machine; skipped with one line when it cannot be had): on
+# daos-sim, and across processes in the real pass.
 # Exits non-zero on any failure. Extra arguments go to pytest (e.g. ci/test.sh -k fold).
+#
+# The real pass holds /tmp/daos-real.lock from the engine's start to its stop (one engine per
+# machine: its control port is fixed) and always stops it, also on failure or interruption.
+# DAOS_LOCAL_TARGETS (default 2) sets the engine's targets; a user with their own pool runs
+# ci/e2e-testbed.sh instead.
+# --long (first argument) runs the randomized model check (tests/e2e/test_model.py) for 10
+# minutes instead of 40 s; NIXL_DAOS_MODEL_SECONDS and NIXL_DAOS_MODEL_SEED set it directly.
 set -euo pipefail
+if [[ "${1:-}" == "--long" ]]; then
+    shift
+    export NIXL_DAOS_MODEL_SECONDS="${NIXL_DAOS_MODEL_SECONDS:-600}"
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 say "ci/check-bindings.sh (committed libdaos declarations == bindgen's output)"
@@ -25,34 +40,93 @@ NIXL_DAOS_LIBDAOS="$ROOT/target/release/libdaos_sim.so" "$VPY" tests/shim/check_
 	die "shim check (plugin on daos-sim) failed (run it without >/dev/null: see ci/test.sh)"
 rm -rf "$shimstub"
 
-say "pytest tests/e2e"
 # The outer timeout is a backstop for a hang inside a C call, where pytest cannot interrupt.
-rc=0
-timeout --signal=KILL 900 "$VPY" -m pytest tests/e2e -v -ra --durations=10 "$@" || rc=$?
-case $rc in
-0) ;;
-5) die "pytest collected no tests" ;;
-137) die "pytest was killed after 900 s (a hang)" ;;
-*) die "pytest failed (exit $rc)" ;;
-esac
+pytest_pass() {
+	local what=$1 rc=0
+	shift
+	timeout --signal=KILL $((900 + ${NIXL_DAOS_MODEL_SECONDS:-0})) "$VPY" -m pytest tests/e2e -v -ra --durations=10 "$@" || rc=$?
+	case $rc in
+	0) say "$what: all tests passed" ;;
+	5) say "ERROR: $what: pytest collected no tests" ;;
+	137) say "ERROR: $what: pytest was killed after 900 s (a hang)" ;;
+	*) say "ERROR: $what: pytest failed (exit $rc)" ;;
+	esac
+	return $rc
+}
 
-say "consumers: LMCache's engine through the plugin (tests/consumers, on daos-sim)"
-# A separate venv, cached outside the clone (ci/consumers.sh: 6.7 GB, about 8 minutes the first
-# time on a 2-core VM, nothing afterwards). When it cannot be had, ci/consumers.sh says why in one
-# line and these tests are skipped; the rest of the suite has passed by then.
-crc=0
+say "pytest tests/e2e against daos-sim"
+sim_rc=0
+pytest_pass "daos-sim" "$@" || sim_rc=$?
+
+# The consumers venv: cached outside the clone (6.7 GB, about 8 minutes the first time on a
+# 2-core VM, nothing afterwards). When it cannot be had, ci/consumers.sh says why in one line
+# (exit 3) and the consumers tests are skipped.
+say "consumers venv (ci/consumers.sh)"
+CPY="" crc=0
 CPY=$(bash ci/consumers.sh | tail -n 1) || crc=$?
-if [ "$crc" = 3 ]; then
-	say "SKIPPED the consumers tests: no consumers venv (see the line above)"
-elif [ "$crc" != 0 ]; then
-	die "ci/consumers.sh failed (exit $crc)"
-else
-	rc=0
+[ "$crc" = 0 ] || CPY=""
+case $crc in
+0) ;;
+3) say "consumers tests SKIPPED: no consumers venv (see the line above)" ;;
+*) die "ci/consumers.sh failed (exit $crc)" ;;
+esac
+consumers_pass() { # $1: what; runs tests/consumers (NIXL_DAOS_REAL=1 in the env: the real-engine ones)
+	local rc=0
 	timeout --signal=KILL 600 "$CPY" -m pytest tests/consumers -v -ra --durations=5 -p no:cacheprovider || rc=$?
 	case $rc in
-	0) ;;
-	137) die "consumers tests were killed after 600 s (a hang)" ;;
-	*) die "consumers tests failed (exit $rc)" ;;
+	0) say "$1: all tests passed" ;;
+	137) say "ERROR: $1: pytest was killed after 600 s (a hang)" ;;
+	*) say "ERROR: $1: pytest failed (exit $rc)" ;;
 	esac
+	return $rc
+}
+cons_rc=0
+if [ -n "$CPY" ]; then
+	say "pytest tests/consumers against daos-sim (LMCache's engine through the plugin)"
+	consumers_pass "consumers, daos-sim" || cons_rc=$?
 fi
+
+REAL_DAOS=$(cd "$ROOT/.." && pwd)/shared/daos/daos-local.sh
+LOCK=/tmp/daos-real.lock
+
+# In a subshell: its EXIT trap stops the engine, and the lock (fd 9) is released when the
+# subshell and the engine's processes (which inherit it) are gone.
+real_pass() (
+	exec 9>"$LOCK"
+	say "real DAOS: waiting for $LOCK"
+	flock 9
+	trap 'say "real DAOS: stopping the engine"; bash "$REAL_DAOS" stop >/dev/null 2>&1 || true' EXIT
+	trap 'exit 130' INT TERM
+	export DAOS_LOCAL_TARGETS=${DAOS_LOCAL_TARGETS:-2}
+	local log=$ROOT/target/daos-local-start.log
+	say "real DAOS: starting a single-node engine ($DAOS_LOCAL_TARGETS targets) with $REAL_DAOS"
+	bash "$REAL_DAOS" start >"$log" 2>&1 || { tail -30 "$log"; say "ERROR: real DAOS: the engine did not start (log: $log)"; exit 1; }
+	eval "$(bash "$REAL_DAOS" env)"
+	"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-ci >>"$log" 2>&1 || { tail -5 "$log"; say "ERROR: real DAOS: daos cont create failed"; exit 1; }
+	# NIXL_DAOS_LOCAL lets tests/e2e/test_real_faults.py kill and restart this engine.
+	# NIXL_DAOS_LOCAL_STOPS: no restart after the last of them, the trap stops the engine anyway.
+	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-ci NIXL_DAOS_LOCAL=$REAL_DAOS NIXL_DAOS_LOCAL_STOPS=1 \
+		NIXL_DAOS_TEST_TARGETS=$DAOS_LOCAL_TARGETS
+	# Before the e2e pass: its last fault test leaves the engine stopped.
+	local crc=0
+	if [ -n "$CPY" ]; then
+		say "pytest tests/consumers against real DAOS (LMCache across processes)"
+		NIXL_DAOS_REAL=1 consumers_pass "consumers, real DAOS" || crc=$?
+	fi
+	say "pytest tests/e2e against real DAOS (pool $DAOS_POOL, container $DAOS_CONT)"
+	pytest_pass "real DAOS" "$@" && exit "$crc"
+)
+
+real_rc=0
+if [ ! -f "$REAL_DAOS" ]; then
+	say "real DAOS pass skipped: no $REAL_DAOS (a real pool: ci/e2e-testbed.sh)"
+elif [ "$(id -u)" != 0 ]; then
+	say "real DAOS pass skipped: $REAL_DAOS needs root (a real pool: ci/e2e-testbed.sh)"
+else
+	real_pass "$@" || real_rc=$?
+fi
+
+[ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
+[ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
+[ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
 say "all tests passed"

@@ -40,6 +40,13 @@ typedef struct {
 enum { ND_MEM_DRAM = 0, ND_MEM_VRAM = 1, ND_MEM_BLK = 2, ND_MEM_OBJ = 3, ND_MEM_FILE = 4 };
 enum { ND_OP_READ = 0, ND_OP_WRITE = 1 };
 
+/* Log lines go to stderr unless the host installs a sink first (before any nd_engine_create):
+ * one call per line, level 0 trace, 1 debug, 2 info, 3 warn, 4 error; msg is not NUL-terminated.
+ * The sink must be callable from any thread for the life of the process. The first one stays. */
+enum { ND_LOG_TRACE = 0, ND_LOG_DEBUG = 1, ND_LOG_INFO = 2, ND_LOG_WARN = 3, ND_LOG_ERROR = 4 };
+typedef void (*nd_log_sink)(int level, const char *msg, size_t len);
+int nd_set_log_sink(nd_log_sink sink);
+
 /* Plugin level: version string and the backend parameters with their defaults. */
 const char *nd_plugin_version(void);
 /* Writes up to cap entries (static strings) into out; returns how many exist. */
@@ -53,6 +60,7 @@ void nd_engine_destroy(nd_engine *engine);
 /* DRAM needs no DAOS call (*out = NULL); OBJ copies the key (meta, or decimal dev_id). */
 int nd_register(nd_engine *engine, int mem_type, uint64_t addr, uint64_t len, uint64_t dev_id,
 		nd_str meta, nd_md **out);
+/* Frees the registration; the shim keeps a tombstone for NIXL's prepped lists (see engine.cpp). */
 int nd_deregister(nd_engine *engine, nd_md *md);
 
 /* Validates and plans (folds) a transfer; copies keys so the registrations may go. */
@@ -62,7 +70,9 @@ int nd_prep_xfer(nd_engine *engine, int op, int local_mem, const nd_desc *local,
 int nd_post_xfer(nd_engine *engine, nd_req *req);
 /* Never blocks. */
 int nd_check_xfer(nd_engine *engine, nd_req *req);
-/* Frees the request; I/O still in flight keeps what DAOS may write into alive. */
+/* Frees the request once DAOS holds none of its folds: queued folds are dropped, launched
+ * ones are waited for, at most until the request's deadline. Past it, while DAOS still holds
+ * some, returns an error and the request stays allocated (the caller keeps it, and the buffers). */
 int nd_release_req(nd_engine *engine, nd_req *req);
 
 /* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */

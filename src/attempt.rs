@@ -6,112 +6,195 @@
 //! deadline contract accepts: DAOS cannot abort an RPC). An early failure of one fold therefore
 //! waits for its siblings, and folds not yet handed to DAOS are dropped once the attempt has
 //! failed, been cancelled (released or reposted) or passed its deadline.
+//!
+//! Everything that decides an outcome (launch or drop a fold, count it back, report the
+//! terminal status) happens under one lock, so a fold can never be launched after the attempt
+//! was given up, and concurrent `checkXfer` callers all see the one status decided first.
+//! The lock is taken once per fold launch and completion, and once per `checkXfer`.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
 
+/// How often a waiting release checks whether the host is exiting.
+const DRAIN_SLICE: Duration = Duration::from_millis(50);
+
+#[derive(Default)]
+struct State {
+    /// Folds not yet completed: still queued in a lane, or inside DAOS.
+    remaining: usize,
+    /// Folds handed to DAOS and not yet reaped: these may still touch the caller's buffers.
+    in_daos: usize,
+    /// One fold failed; queued siblings are dropped.
+    failed: bool,
+    /// Released or reposted: nobody reads the outcome, queued folds are dropped.
+    cancelled: bool,
+    /// The first error, until the terminal status is reported.
+    error: Option<Error>,
+    /// The terminal status, once decided; every later `status()` returns it.
+    reported: Option<Status>,
+}
+
 pub struct Attempt {
     total: usize,
-    remaining: AtomicUsize,
-    failed: AtomicBool,
-    cancelled: AtomicBool,
-    error: Mutex<Option<Error>>,
     deadline: Instant,
     timeout_ms: u64,
-    /// `Status::InProgress` until the first terminal status is reported; then that status.
-    reported: AtomicI32,
+    state: Mutex<State>,
+    /// Signalled when `in_daos` drops to zero (release waits on it).
+    drained: Condvar,
 }
 
 impl Attempt {
     pub fn new(ops: usize, timeout: Duration) -> Attempt {
         Attempt {
             total: ops,
-            remaining: AtomicUsize::new(ops),
-            failed: AtomicBool::new(false),
-            cancelled: AtomicBool::new(false),
-            error: Mutex::new(None),
             deadline: Instant::now() + timeout,
             timeout_ms: timeout.as_millis() as u64,
-            reported: AtomicI32::new(Status::InProgress as i32),
+            state: Mutex::new(State { remaining: ops, ..State::default() }),
+            drained: Condvar::new(),
         }
     }
 
-    /// Operations not yet completed (launched or still queued).
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Nothing panics while holding it; a poisoned lock still holds consistent counters.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    pub fn past_deadline(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Folds not yet completed (launched or still queued).
     pub fn remaining(&self) -> usize {
-        self.remaining.load(Ordering::Acquire)
+        self.lock().remaining
     }
 
-    /// True while a repost would race with this attempt's I/O.
+    /// Folds DAOS holds now.
+    pub fn in_daos(&self) -> usize {
+        self.lock().in_daos
+    }
+
+    fn may_launch(&self, s: &State) -> bool {
+        !s.failed && !s.cancelled && s.reported.is_none() && !self.past_deadline()
+    }
+
+    /// True while a repost would race with this attempt's I/O: DAOS holds one of its folds, or
+    /// a queued one may still be launched. Stays true past the deadline while DAOS holds any.
     pub fn busy(&self) -> bool {
-        self.remaining() > 0 && Instant::now() < self.deadline
+        let s = self.lock();
+        s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s))
     }
 
-    /// Nobody will read this attempt's outcome any more (released or reposted).
+    /// For a repost: gives this attempt up unless it is `busy`. Once it returns true no fold of
+    /// this attempt can reach DAOS any more.
+    pub fn retire(&self) -> bool {
+        let mut s = self.lock();
+        if s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s)) {
+            return false;
+        }
+        s.cancelled = true;
+        true
+    }
+
+    /// Nobody will read this attempt's outcome any more: queued folds are dropped.
     pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
+        self.lock().cancelled = true;
     }
 
-    /// Whether an operation of this attempt that is still queued should go to DAOS.
-    pub fn wants_launch(&self) -> bool {
-        !self.failed.load(Ordering::Acquire) && !self.cancelled.load(Ordering::Acquire) && Instant::now() < self.deadline
+    /// Called by a lane right before handing a fold to DAOS. False: drop the fold instead (and
+    /// report it with `skip`); true: the fold counts as inside DAOS until `complete(_, true)`.
+    pub fn begin_launch(&self) -> bool {
+        let mut s = self.lock();
+        if !self.may_launch(&s) {
+            return false;
+        }
+        s.in_daos += 1;
+        true
     }
 
-    /// Records the outcome of one operation. The error is stored before the counter drops, so a
-    /// reader that sees `remaining() == 0` sees every error.
-    pub fn complete(&self, result: Result<(), Error>) {
+    /// Records the outcome of one fold; `launched`: it went through `begin_launch`.
+    pub fn complete(&self, result: Result<(), Error>, launched: bool) {
+        let mut s = self.lock();
         if let Err(e) = result {
-            let mut slot = self.error.lock().unwrap();
-            if !self.failed.swap(true, Ordering::AcqRel) {
-                *slot = Some(e);
+            if !s.failed {
+                s.failed = true;
+                s.error = Some(e);
             }
         }
-        self.remaining.fetch_sub(1, Ordering::AcqRel);
+        s.remaining -= 1;
+        if launched {
+            s.in_daos -= 1;
+            if s.in_daos == 0 {
+                self.drained.notify_all();
+            }
+        }
     }
 
-    /// Completes an operation that was dropped before reaching DAOS (see `wants_launch`).
+    /// Completes a fold that was dropped before reaching DAOS (see `begin_launch`).
     pub fn skip(&self) {
-        let result = if Instant::now() >= self.deadline && !self.failed.load(Ordering::Acquire) {
-            Err(self.timeout(1))
-        } else {
-            Ok(()) // failed already (its error is kept) or cancelled (nobody asks)
+        let result = {
+            let s = self.lock();
+            if self.past_deadline() && !s.failed {
+                Err(self.timeout(1))
+            } else {
+                Ok(()) // failed already (its error is kept) or cancelled (nobody asks)
+            }
         };
-        self.complete(result);
+        self.complete(result, false);
     }
 
     fn timeout(&self, n: usize) -> Error {
         Error::Timeout { what: format!("{n} of {} DAOS RPC(s) of this request", self.total), ms: self.timeout_ms }
     }
 
-    /// `checkXfer`: never blocks. Returns the terminal outcome once (as an error to log, for a
-    /// failure) and the same status on every later call.
+    /// `checkXfer`: never waits on DAOS. Decides the terminal outcome once, under the lock, and
+    /// returns it (as an error to log, for a failure); every later call gets the same status.
     pub fn status(&self) -> Result<Status, Error> {
-        let reported = self.reported.load(Ordering::Acquire);
-        if reported != Status::InProgress as i32 {
-            return Ok(Status::from_raw(reported));
+        let mut s = self.lock();
+        if let Some(reported) = s.reported {
+            return Ok(reported);
         }
-        let remaining = self.remaining();
-        let outcome = if remaining == 0 {
-            match self.error.lock().unwrap().take() {
+        let outcome = if s.remaining == 0 {
+            // `error` is taken only here and below, where `reported` is set in the same
+            // critical section: a failed attempt still holds its error.
+            match s.error.take() {
                 Some(e) => Err(e),
                 None => Ok(Status::Success),
             }
-        } else if Instant::now() >= self.deadline {
-            self.cancel();
-            Err(self.error.lock().unwrap().take().unwrap_or_else(|| self.timeout(remaining)))
+        } else if self.past_deadline() {
+            s.cancelled = true;
+            Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining)))
         } else {
             return Ok(Status::InProgress);
         };
-        let status = match &outcome {
-            Ok(s) => *s,
+        s.reported = Some(match &outcome {
+            Ok(st) => *st,
             Err(e) => e.status(),
-        };
-        match self.reported.compare_exchange(Status::InProgress as i32, status as i32, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => outcome,
-            Err(first) => Ok(Status::from_raw(first)), // another thread reported it
+        });
+        outcome
+    }
+
+    /// For a release: drops the queued folds and waits until DAOS holds none of them, at most
+    /// until the deadline. False when DAOS still holds some then (they may still touch the
+    /// caller's buffers), or at once when the host is exiting (nothing drives DAOS any more).
+    pub fn drain(&self) -> bool {
+        let mut s = self.lock();
+        s.cancelled = true;
+        while s.in_daos > 0 {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || crate::host::exiting() {
+                return false;
+            }
+            // Slices, to notice the host exiting.
+            let slice = left.min(DRAIN_SLICE);
+            s = self.drained.wait_timeout(s, slice).unwrap_or_else(|e| e.into_inner()).0;
         }
+        true
     }
 }
 
@@ -127,32 +210,36 @@ mod tests {
     fn success_once_all_complete() {
         let a = Attempt::new(2, Duration::from_secs(10));
         assert_eq!(a.status().unwrap(), Status::InProgress);
-        a.complete(Ok(()));
+        a.complete(Ok(()), false);
         assert_eq!(a.status().unwrap(), Status::InProgress);
-        a.complete(Ok(()));
+        a.complete(Ok(()), false);
         assert_eq!(a.status().unwrap(), Status::Success);
         assert_eq!(a.status().unwrap(), Status::Success);
     }
 
     #[test]
     fn an_early_failure_waits_for_its_siblings() {
-        let a = Attempt::new(2, Duration::from_secs(10));
-        a.complete(Err(missing()));
-        assert!(!a.wants_launch(), "queued siblings of a failed request are dropped");
+        let a = Attempt::new(3, Duration::from_secs(10));
+        assert!(a.begin_launch() && a.begin_launch());
+        a.complete(Err(missing()), true);
+        assert!(!a.begin_launch(), "queued siblings of a failed request are dropped");
+        a.skip();
         assert_eq!(a.status().unwrap(), Status::InProgress, "a sibling may still write the buffer");
         assert!(a.busy());
-        a.complete(Ok(()));
+        a.complete(Ok(()), true);
+        assert!(!a.busy());
         assert!(matches!(a.status(), Err(Error::NoSuchKey { .. })));
         assert_eq!(a.status().unwrap(), Status::Backend, "the same status, reported once as an error");
     }
 
     #[test]
-    fn deadline_reports_a_timeout_and_cancels() {
+    fn deadline_reports_a_timeout_but_stays_busy_while_daos_holds_a_fold() {
         let a = Attempt::new(3, Duration::from_millis(20));
-        a.complete(Ok(()));
-        assert!(a.wants_launch());
+        a.complete(Ok(()), false);
+        assert!(a.begin_launch());
         std::thread::sleep(Duration::from_millis(30));
-        assert!(!a.busy());
+        assert!(a.busy(), "DAOS still holds a fold: a repost would race with it");
+        assert!(!a.retire());
         match a.status() {
             Err(Error::Timeout { what, ms }) => {
                 assert_eq!(ms, 20);
@@ -160,11 +247,29 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(!a.wants_launch());
+        assert!(!a.begin_launch());
+        assert!(!a.drain(), "past the deadline, release cannot wait DAOS out");
         // Late completions change nothing for the caller.
-        a.complete(Ok(()));
+        a.complete(Ok(()), true);
         a.skip();
         assert_eq!(a.status().unwrap(), Status::Backend);
+        assert!(!a.busy() && a.retire() && a.drain());
+    }
+
+    #[test]
+    fn drain_waits_for_the_folds_daos_holds_and_drops_queued_ones() {
+        let a = std::sync::Arc::new(Attempt::new(2, Duration::from_secs(10)));
+        assert!(a.begin_launch());
+        let b = a.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            b.complete(Ok(()), true);
+        });
+        let t0 = Instant::now();
+        assert!(a.drain());
+        assert!(t0.elapsed() >= Duration::from_millis(40), "returned before DAOS let go");
+        assert!(!a.begin_launch(), "a released attempt launches nothing more");
+        t.join().unwrap();
     }
 
     #[test]
@@ -173,5 +278,37 @@ mod tests {
         std::thread::sleep(Duration::from_millis(10));
         a.skip();
         assert!(matches!(a.status(), Err(Error::Timeout { .. })));
+    }
+}
+
+#[cfg(test)]
+mod race_tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+
+    /// Several threads polling an attempt whose one op failed: none may see Success.
+    #[test]
+    fn concurrent_checks_never_report_success_for_a_failure() {
+        for _ in 0..20000 {
+            let a = Arc::new(Attempt::new(1, Duration::from_secs(10)));
+            a.complete(Err(Error::NoSuchKey { key: "k".into() }), false);
+            let gate = Arc::new(Barrier::new(4));
+            let seen: Vec<_> = (0..4)
+                .map(|_| {
+                    let (a, gate) = (a.clone(), gate.clone());
+                    std::thread::spawn(move || {
+                        gate.wait();
+                        match a.status() {
+                            Ok(s) => s,
+                            Err(e) => e.status(),
+                        }
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .collect();
+            assert!(seen.iter().all(|&s| s == Status::Backend), "{seen:?}");
+        }
     }
 }

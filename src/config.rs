@@ -5,11 +5,15 @@ use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::planner::FoldPolicy;
 
 pub const DEFAULT_LIBDAOS: &str = "libdaos.so.2";
 pub const DEFAULT_SYSTEM: &str = "daos_server";
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
+/// Payload of one RPC under `fold=auto`, chosen from measurements on a real DAOS engine
+/// (README, "Folding"; bench/fold_policy.py).
+pub const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -21,7 +25,8 @@ pub struct Config {
     /// Object class name ("SX", "RP_3GX", ...); None lets DAOS choose from the container's
     /// redundancy factor.
     pub oclass: Option<String>,
-    pub fold: bool,
+    /// How descriptors become RPCs (`fold` and `rpc_target_bytes`).
+    pub fold: FoldPolicy,
     pub num_queues: usize,
     pub max_inflight: usize,
     pub timeout_ms: u64,
@@ -35,7 +40,8 @@ pub const PARAMS: &[(&str, &str)] = &[
     ("daos_lib", "path of libdaos to load (default: $NIXL_DAOS_LIBDAOS, else libdaos.so.2)"),
     ("create_container", "create the container when it does not exist (true/false)"),
     ("oclass", "object class name such as SX or RP_3GX; empty lets DAOS choose"),
-    ("fold", "fold all descriptors of a request that hit one key into one DAOS RPC (true/false)"),
+    ("fold", "auto: fold a key's descriptors into RPCs of about rpc_target_bytes; true: one RPC per key; false: one RPC per descriptor"),
+    ("rpc_target_bytes", "payload of one DAOS RPC under fold=auto, in bytes"),
     ("num_queues", "DAOS event queues, each with one progress thread"),
     ("max_inflight", "DAOS RPCs in flight per engine; more wait in a queue"),
     ("timeout_ms", "deadline of one request or query, in milliseconds"),
@@ -54,7 +60,8 @@ pub fn defaults(env: &dyn Fn(&str) -> Option<String>) -> Vec<(&'static str, Stri
         ("daos_lib", env("NIXL_DAOS_LIBDAOS").unwrap_or_else(|| DEFAULT_LIBDAOS.into())),
         ("create_container", "false".into()),
         ("oclass", String::new()),
-        ("fold", "true".into()),
+        ("fold", "auto".into()),
+        ("rpc_target_bytes", DEFAULT_RPC_TARGET_BYTES.to_string()),
         ("num_queues", default_queues().to_string()),
         ("max_inflight", DEFAULT_MAX_INFLIGHT.to_string()),
         ("timeout_ms", DEFAULT_TIMEOUT_MS.to_string()),
@@ -70,6 +77,17 @@ fn parse_bool(name: &'static str, v: &str) -> Result<bool> {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),
         _ => Err(Error::Param { name, value: v.into(), expected: "true or false".into() }),
+    }
+}
+
+fn parse_fold(v: &str, target: u64) -> Result<FoldPolicy> {
+    if v.trim().eq_ignore_ascii_case("auto") {
+        return Ok(FoldPolicy::Sized { target });
+    }
+    match parse_bool("fold", v) {
+        Ok(true) => Ok(FoldPolicy::PerKey),
+        Ok(false) => Ok(FoldPolicy::Off),
+        Err(_) => Err(Error::Param { name: "fold", value: v.into(), expected: "auto, true or false".into() }),
     }
 }
 
@@ -188,7 +206,7 @@ impl Config {
             daos_lib,
             create_container: parse_bool("create_container", &get("create_container"))?,
             oclass,
-            fold: parse_bool("fold", &get("fold"))?,
+            fold: parse_fold(&get("fold"), parse_int("rpc_target_bytes", &get("rpc_target_bytes"), 4096, 1 << 30)?)?,
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
             max_inflight: parse_int("max_inflight", &get("max_inflight"), 1, 1 << 20)? as usize,
             timeout_ms: parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?,
@@ -212,17 +230,38 @@ mod tests {
         let c = Config::parse(&p(&[("pool", "sim"), ("container", "kv")]), &no_env).unwrap();
         assert_eq!(c.system, "daos_server");
         assert_eq!(c.daos_lib, "libdaos.so.2");
-        assert!(c.fold && !c.create_container && c.oclass.is_none());
+        assert!(!c.create_container && c.oclass.is_none());
+        assert_eq!(c.fold, FoldPolicy::Sized { target: DEFAULT_RPC_TARGET_BYTES });
         assert_eq!(c.timeout_ms, 30_000);
         let c = Config::parse(
             &p(&[("pool", "p"), ("container", "c"), ("fold", "false"), ("timeout_ms", "250"), ("oclass", "OC_RP_3GX"), ("num_queues", "3")]),
             &no_env,
         )
         .unwrap();
-        assert!(!c.fold);
+        assert_eq!(c.fold, FoldPolicy::Off);
         assert_eq!(c.timeout_ms, 250);
         assert_eq!(c.oclass.as_deref(), Some("RP_3GX"));
         assert_eq!(c.num_queues, 3);
+    }
+
+    #[test]
+    fn fold_policies() {
+        let fold = |kv: &[(&str, &str)]| {
+            let mut ps = p(&[("pool", "p"), ("container", "c")]);
+            ps.extend(p(kv));
+            Config::parse(&ps, &no_env).map(|c| c.fold)
+        };
+        assert_eq!(fold(&[("fold", "true")]).unwrap(), FoldPolicy::PerKey);
+        assert_eq!(fold(&[("fold", "off")]).unwrap(), FoldPolicy::Off);
+        assert_eq!(fold(&[("fold", "AUTO"), ("rpc_target_bytes", "262144")]).unwrap(), FoldPolicy::Sized { target: 262_144 });
+        assert_eq!(fold(&[("rpc_target_bytes", "65536")]).unwrap(), FoldPolicy::Sized { target: 65_536 });
+        let e = fold(&[("fold", "maybe")]).unwrap_err().to_string();
+        assert!(e.contains("auto, true or false"), "{e}");
+        // The target is checked even under a fixed policy, so a typo never hides.
+        for bad in ["0", "1k", "4095"] {
+            let e = fold(&[("fold", "true"), ("rpc_target_bytes", bad)]).unwrap_err().to_string();
+            assert!(e.contains("rpc_target_bytes") && e.contains(bad), "{e}");
+        }
     }
 
     #[test]
@@ -242,7 +281,7 @@ mod tests {
     #[test]
     fn bad_values_name_the_parameter() {
         let base = [("pool", "p"), ("container", "c")];
-        for (k, v) in [("timeout_ms", "abc"), ("timeout_ms", "0"), ("fold", "maybe"), ("num_queues", "0"), ("system", "a-very-long-system-name")] {
+        for (k, v) in [("timeout_ms", "abc"), ("timeout_ms", "0"), ("fold", "maybe"), ("rpc_target_bytes", "12"), ("num_queues", "0"), ("system", "a-very-long-system-name")] {
             let mut ps = p(&base);
             ps.push((k.to_string(), v.to_string()));
             let e = Config::parse(&ps, &no_env).unwrap_err();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::daos::io::IoKind;
-use crate::daos::{Container, InitGuard, Library, Object, ObjectId, Pool};
+use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
 use crate::attempt::Attempt;
@@ -40,6 +40,14 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
                     "container {:?} already keeps its keys in object {:#x}.{:#x}, created with another class than oclass={name:?}; \
                      using it (its class stays), so existing keys remain visible",
                     cont.label, recorded.hi, recorded.lo
+                );
+            } else if recorded.groups() < wanted.groups() {
+                // Recorded by an older plugin (no sharding hint) or before the pool grew.
+                tracing::warn!(
+                    "container {:?} keeps its keys in object {:#x}.{:#x} of {} redundancy group(s), where a new one would get {}: \
+                     its keys stay on fewer targets; to spread them, use a new container (its keys are a cache: \
+                     daos cont destroy + create, or another container label)",
+                    cont.label, recorded.hi, recorded.lo, recorded.groups(), wanted.groups()
                 );
             }
             Ok(recorded)
@@ -99,19 +107,31 @@ pub struct Desc<'a> {
 
 pub struct Request {
     op: XferOp,
+    /// One lock for the plan and the current posting: a post holds it while it submits, so a
+    /// concurrent post, check or release of the same request waits for the submission.
+    state: Mutex<RequestState>,
+}
+
+struct RequestState {
     folds: Vec<Fold>,
-    current: Mutex<Option<Arc<Attempt>>>,
+    current: Option<Arc<Attempt>>,
 }
 
 impl Request {
-    pub fn folds(&self) -> &[Fold] {
-        &self.folds
+    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many DAOS RPCs one posting of this request sends.
+    pub fn fold_count(&self) -> usize {
+        self.lock().folds.len()
     }
 }
 
 /// The DAOS handles of an engine; field order is close order.
 struct Handles {
     obj: Arc<Object>,
+    oid: ObjectId,
     _cont: Container,
     _pool: Pool,
     _init: InitGuard,
@@ -124,21 +144,27 @@ pub struct Engine {
     /// closing the container or pool talks to the (presumably dead) server.
     handles: Option<Handles>,
     lib: &'static Library,
+    /// The process that created the engine: a forked child must not touch its DAOS state.
+    pid: u32,
 }
 
 impl Engine {
     pub fn create(cfg: Config) -> Result<Engine> {
+        crate::host::init();
         let lib = Library::load(&cfg.daos_lib)?;
         let init = lib.init()?;
-        let pool = Pool::connect(lib, &cfg.pool, &cfg.system).map_err(|e| {
-            Error::InvalidArg(format!(
-                "cannot connect to DAOS pool {:?} of system {:?}: {e}. Check the label (`dmg pool list`) \
-                 and that daos_agent runs on this host",
-                cfg.pool, cfg.system
-            ))
-            .with_der(e.der())
+        // A dead server must not block create_backend: every call below shares this bound.
+        let bound = Bound::from_now(cfg.timeout_ms);
+        let pool = Pool::connect(lib, &cfg.pool, &cfg.system, bound).map_err(|e| {
+            let check = if matches!(e, Error::Timeout { .. }) {
+                "Check that the DAOS servers are up (`dmg system query`)"
+            } else {
+                "Check the label (`dmg pool list`) and that daos_agent runs on this host"
+            };
+            Error::InvalidArg(format!("cannot connect to DAOS pool {:?} of system {:?}: {e}. {check}", cfg.pool, cfg.system))
+                .with_der(e.der())
         })?;
-        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container).map_err(|e| {
+        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
             let hint = if e.der() == Some(-crate::daos::sys::DER_NONEXIST) {
                 "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
             } else {
@@ -155,14 +181,16 @@ impl Engine {
                 expected: "an object class DAOS knows, such as SX, RP_2GX, RP_3GX or EC_2P1GX, or empty".into(),
             })?,
         };
-        let obj = Arc::new(Object::open(lib, &cont, object_id(lib, &cont, oclass, cfg.oclass.as_deref())?)?);
+        let oid = object_id(lib, &cont, oclass, cfg.oclass.as_deref())?;
+        let obj = Arc::new(Object::open(lib, &cont, oid)?);
         let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
         tracing::info!(
-            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = cfg.fold,
-            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, "DAOS backend ready"
+            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
+            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
+            groups = oid.groups(), "DAOS backend ready"
         );
-        let handles = Some(Handles { obj, _cont: cont, _pool: pool, _init: init });
-        Ok(Engine { cfg, lanes, handles, lib })
+        let handles = Some(Handles { obj, oid, _cont: cont, _pool: pool, _init: init });
+        Ok(Engine { cfg, lanes, handles, lib, pid: std::process::id() })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -208,74 +236,103 @@ impl Engine {
             pairs.push(Pair { addr: l.addr, offset: r.addr, len: r.len, key: reg.key.clone() });
         }
         let folds = planner::plan(&pairs, self.cfg.fold)?;
-        Ok(Box::new(Request { op, folds, current: Mutex::new(None) }))
+        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, current: None }) }))
     }
 
+    /// Launches a posting of `req`. The request's lock is held until every fold is handed to
+    /// the lanes, so a concurrent post of the same request gets `RepostActive` and a concurrent
+    /// release waits for the submission before it waits for DAOS.
     pub fn post(&self, req: &Request) -> Result<Status> {
-        let mut current = req.current.lock().unwrap();
-        if let Some(previous) = current.as_ref() {
-            if previous.busy() {
+        let mut st = req.lock();
+        if let Some(previous) = st.current.as_ref() {
+            // Refused while DAOS holds a fold of the previous posting, even past its deadline:
+            // that fold may still write the buffers this posting is about to use.
+            if !previous.retire() {
                 return Err(Error::RepostActive);
             }
-            previous.cancel();
         }
-        let attempt = Arc::new(Attempt::new(req.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
-        *current = Some(attempt.clone());
-        drop(current);
-        if req.folds.is_empty() {
+        let attempt = Arc::new(Attempt::new(st.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
+        st.current = Some(attempt.clone());
+        if st.folds.is_empty() {
             return Ok(Status::Success);
         }
         let kind = match req.op {
             XferOp::Read => IoKind::Fetch,
             XferOp::Write => IoKind::Update,
         };
-        for f in &req.folds {
+        for f in &st.folds {
             self.lanes.submit(Op::new(kind, &f.key, &f.extents, Some(attempt.clone())));
         }
         Ok(Status::InProgress)
     }
 
-    /// Never blocks: reads the attempt's counters and its deadline.
+    /// Never blocks on DAOS: reads the attempt's counters and its deadline.
     pub fn check(&self, req: &Request) -> Result<Status> {
-        let attempt = match req.current.lock().unwrap().as_ref() {
+        let attempt = match req.lock().current.as_ref() {
             Some(a) => a.clone(),
             None => return Ok(Status::NotPosted),
         };
         attempt.status().inspect_err(|e| match e {
             Error::Timeout { .. } => tracing::error!(
-                "DAOS transfer failed: {e}; what DAOS still holds stays allocated until it completes"
+                pool = %self.cfg.pool,
+                "DAOS transfer failed: {e}; DAOS may still use the request's buffers until it answers \
+                 (the request cannot be reposted, nor its keys written, until then)"
             ),
-            e => tracing::error!("DAOS transfer failed: {e}"),
+            e => tracing::error!(pool = %self.cfg.pool, "DAOS transfer failed: {e}"),
         })
     }
 
-    #[allow(clippy::boxed_local)] // takes back the ownership handed to NIXL
-    pub fn release(&self, req: Box<Request>) {
-        if let Some(a) = req.current.lock().unwrap().as_ref() {
-            a.cancel();
-            let n = a.remaining();
-            if n > 0 {
-                tracing::debug!("request released with {n} DAOS RPC(s) pending; queued ones are dropped, launched ones finish on their own");
+    /// Release: queued folds are dropped, and folds DAOS holds are waited for, at most until the
+    /// request's deadline (DAOS cannot abort an RPC). Ok: no fold of the request can touch its
+    /// buffers any more, and the request may be freed. Err: DAOS still holds some past the
+    /// deadline; the request must not be freed yet (its plan is dropped, the rest is small),
+    /// and the caller must keep the buffers.
+    pub fn release(&self, req: &Request) -> Result<()> {
+        let attempt = req.lock().current.clone();
+        let Some(a) = attempt else { return Ok(()) };
+        let t0 = Instant::now();
+        if a.drain() {
+            let waited = t0.elapsed();
+            if waited > Duration::from_millis(1) {
+                tracing::debug!("release waited {waited:?} for the request's DAOS RPCs");
             }
+            return Ok(());
         }
+        req.lock().folds = Vec::new();
+        Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
     }
 
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
+        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
             Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
             e => e,
         })
     }
 
-    /// Operations launched into DAOS and not yet completed.
+    /// Operations launched into DAOS and not yet completed (abandoned size queries included).
     pub fn inflight(&self) -> usize {
         self.lanes.inflight()
     }
 
     pub fn object(&self) -> &Object {
         &self.handles.as_ref().expect("handles live as long as the engine").obj
+    }
+
+    /// `Err(Forked)` in a child forked after the engine was created: libdaos's network
+    /// context is shared with the parent and the lane threads did not survive the fork.
+    pub fn check_process(&self) -> Result<()> {
+        if std::process::id() == self.pid {
+            Ok(())
+        } else {
+            Err(Error::Forked { pid: self.pid })
+        }
+    }
+
+    /// Id of the object holding the keys (the one recorded in the container).
+    pub fn object_id(&self) -> ObjectId {
+        self.handles.as_ref().expect("handles live as long as the engine").oid
     }
 }
 

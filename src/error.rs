@@ -32,7 +32,7 @@ impl Status {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{call} failed: {name} ({rc})")]
+    #[error("{call} failed: {name} ({rc}){}", der_hint(*rc))]
     Daos { call: &'static str, rc: i32, name: String },
     #[error(
         "cannot load libdaos from {path:?}: {reason}. Install the DAOS client (libdaos.so.2), or point \
@@ -58,6 +58,39 @@ pub enum Error {
     ShuttingDown,
     #[error("a transfer of this request is still in flight")]
     RepostActive,
+    #[error(
+        "this DAOS backend was created in process {pid}; a forked child cannot use it (libdaos's \
+         connections and threads do not survive fork): create the backend in the child"
+    )]
+    Forked { pid: u32 },
+    /// A write may not overtake an earlier one DAOS still holds past its deadline: that one
+    /// could land afterwards and silently replace this one's bytes.
+    #[error(
+        "key {key:?} has an earlier write still inside DAOS past its deadline; it may land at any \
+         time, so this write was not sent (retry once the server answers again)"
+    )]
+    Fenced { key: String },
+    /// Release could not wait DAOS out: the request's buffers are still DAOS's.
+    #[error(
+        "{n} DAOS RPC(s) of this request still use its buffers past its deadline (timeout_ms={ms}); \
+         the request is not released: keep its buffers allocated and release it again later"
+    )]
+    StillInDaos { n: usize, ms: u64 },
+}
+
+/// What a DAOS error code means for the user of the backend, where there is more to say than
+/// its name (seen on a real DAOS 2.8 engine).
+pub fn der_hint(rc: i32) -> &'static str {
+    match -rc {
+        // Every call after daos_agent stopped: the agent's departure makes the servers evict
+        // the pool handles of the processes it served.
+        1002 => ". DAOS no longer knows this process's pool or container handle: it evicts them when \
+                 daos_agent stops or restarts, or when an administrator evicts the pool. This backend \
+                 cannot recover: once daos_agent runs again, create the backend anew",
+        1007 => ". The pool is out of space (overwrites keep older versions until DAOS aggregates them): \
+                 free space (destroy unused containers) or grow the pool (`dmg pool extend`/`expand`)",
+        _ => "",
+    }
 }
 
 impl Error {
@@ -74,6 +107,9 @@ impl Error {
             | Error::ShortRead { .. }
             | Error::Timeout { .. }
             | Error::Context { .. }
+            | Error::Forked { .. }
+            | Error::Fenced { .. }
+            | Error::StillInDaos { .. }
             | Error::ShuttingDown => Status::Backend,
         }
     }
@@ -117,5 +153,15 @@ mod tests {
         assert_eq!(Error::NotSupported("VRAM".into()).status(), Status::NotSupported);
         assert_eq!(Error::RepostActive.status(), Status::RepostActive);
         assert_eq!(Status::InProgress as i32, 1);
+    }
+
+    #[test]
+    fn evicted_handles_and_a_full_pool_say_what_to_do() {
+        let evicted = Error::Daos { call: "daos_obj_fetch", rc: -1002, name: "DER_NO_HDL".into() }.to_string();
+        assert!(evicted.contains("DER_NO_HDL") && evicted.contains("daos_agent") && evicted.contains("create the backend anew"), "{evicted}");
+        let full = Error::Daos { call: "daos_obj_update", rc: -1007, name: "DER_NOSPACE".into() }.to_string();
+        assert!(full.contains("out of space") && full.contains("dmg pool extend"), "{full}");
+        let plain = Error::Daos { call: "daos_obj_fetch", rc: -1005, name: "DER_NONEXIST".into() }.to_string();
+        assert_eq!(plain, "daos_obj_fetch failed: DER_NONEXIST (-1005)");
     }
 }

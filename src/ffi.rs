@@ -6,7 +6,9 @@
 //! handed out by this module and not yet freed; arrays hold the count given.
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, CStr, CString};
+#[cfg(nd_shim)]
+use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -84,11 +86,11 @@ extern "C" {
 #[no_mangle]
 pub extern "C" fn nixl_plugin_init() -> *mut c_void {
     crate::log::init();
-    if crate::host::host_nixl() == crate::host::Host::TooOld {
+    if crate::nixl_version::host_nixl() == crate::nixl_version::Host::TooOld {
         tracing::error!(
             "DAOS backend: this NIXL predates 1.0 and its backend engine ABI differs from the one \
              this plugin implements ({}); not loading. Upgrade NIXL (pip install 'nixl>=1.0')",
-            crate::host::SUPPORTED
+            crate::nixl_version::SUPPORTED
         );
         return std::ptr::null_mut();
     }
@@ -99,6 +101,17 @@ pub extern "C" fn nixl_plugin_init() -> *mut c_void {
 #[no_mangle]
 pub extern "C" fn nixl_plugin_fini() {
     let _ = catch_unwind(|| unsafe { nd_shim_plugin_fini() });
+}
+
+/// Sends our log lines to the host's logger from the first engine on (see crate::log).
+#[no_mangle]
+pub extern "C" fn nd_set_log_sink(sink: Option<crate::log::Sink>) -> i32 {
+    let Some(sink) = sink else {
+        return Status::InvalidParam as i32;
+    };
+    // A second sink is ignored: the first one may already be in use.
+    crate::log::set_sink(sink);
+    Status::Success as i32
 }
 
 #[no_mangle]
@@ -157,7 +170,13 @@ pub unsafe extern "C" fn nd_engine_create(params: *const NdParam, n: usize, out:
 pub unsafe extern "C" fn nd_engine_destroy(engine: *mut Engine) {
     guard("engine teardown", || {
         if !engine.is_null() {
-            drop(Box::from_raw(engine));
+            let engine = Box::from_raw(engine);
+            if let Err(e) = engine.check_process() {
+                // Dropping would join lane threads that do not exist here and close DAOS
+                // handles through the parent's connections: leave it all.
+                tracing::warn!("DAOS backend teardown skipped: {e}");
+                std::mem::forget(engine);
+            }
         }
         0
     });
@@ -244,7 +263,7 @@ pub unsafe extern "C" fn nd_post_xfer(engine: *mut Engine, req: *mut Request) ->
         let (Some(engine), Some(req)) = (engine.as_ref(), req.as_ref()) else {
             return Status::InvalidParam as i32;
         };
-        match engine.post(req) {
+        match engine.check_process().and_then(|_| engine.post(req)) {
             Ok(s) => s as i32,
             Err(e) => fail("postXfer", e),
         }
@@ -267,10 +286,17 @@ pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -
 #[no_mangle]
 pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("releaseReqH", || {
-        if let (Some(engine), false) = (engine.as_ref(), req.is_null()) {
-            engine.release(Box::from_raw(req));
+        let (Some(engine), Some(r)) = (engine.as_ref(), req.as_ref()) else {
+            return Status::Success as i32;
+        };
+        match engine.release(r) {
+            Ok(()) => {
+                drop(Box::from_raw(req));
+                Status::Success as i32
+            }
+            // Still DAOS's: the request stays allocated and the caller keeps it.
+            Err(e) => fail("releaseReqH", e),
         }
-        Status::Success as i32
     })
 }
 
@@ -288,7 +314,7 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
         }
         let keys: Vec<ObjectKey> =
             std::slice::from_raw_parts(keys, n).iter().map(|k| ObjectKey::from_bytes(bytes(k))).collect();
-        match engine.query_sizes(&keys) {
+        match engine.check_process().and_then(|_| engine.query_sizes(&keys)) {
             Ok(found) => {
                 let out = std::slice::from_raw_parts_mut(sizes, n);
                 for (o, f) in out.iter_mut().zip(found) {

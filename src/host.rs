@@ -1,58 +1,71 @@
-//! Which NIXL loaded us. The shim presents the engine ABI of NIXL 1.0 to 1.5.x (27 virtual
-//! slots). NIXL before 1.0 (0.9.x, 0.10.x) has no `prepMemView`/`releaseMemView` slots, so every
-//! slot after them is shifted: such a host would call `queryMem` where it means `registerMem`.
-//! Loading must be refused there, with a line that says why, rather than fail later with a bare
-//! status.
+//! Whether the host process is exiting.
 //!
-//! The test: the host's `libnixl.so`, when the process has one loaded, must export the base
-//! class's `releaseMemView`, which NIXL added in 1.0 together with those slots (checked on the
-//! nixl-cu12 wheels 0.10.1, 1.0.0 and 1.5.1). Hosts that link NIXL statically (no `libnixl.so`)
-//! are trusted: an in-tree build compiles the shim against that same NIXL.
+//! At interpreter exit Python frees objects in an order of its own: the NumPy or torch buffers
+//! of transfers still in flight may be unmapped before the transfer handles are released or
+//! the agent is destroyed, and a progress thread that goes on polling DAOS then lets it copy
+//! into unmapped memory (in daos-sim the copy happens inside `daos_eq_poll`). Once the host
+//! is exiting, the lanes therefore stop driving DAOS: what is in flight is abandoned (left
+//! allocated, never completed by us), and releases stop waiting for it.
+//!
+//! Two signals: a C `atexit` handler (any host calling `exit`), and, in a Python host,
+//! `Py_IsFinalizing` (3.13+) or `_Py_IsFinalizing` (3.7-3.12), which turns true before
+//! Python starts clearing modules. Both only read flags; neither needs the GIL.
 
-use libloading::os::unix::{Library, RTLD_LAZY};
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-/// glibc's RTLD_NOLOAD: return the library only if it is already loaded; never load it.
-const RTLD_NOLOAD: i32 = 0x4;
+static EXITING: AtomicBool = AtomicBool::new(false);
 
-/// `nixlBackendEngine::releaseMemView(void*) const`, present in libnixl.so from NIXL 1.0 on.
-const SINCE_1_0: &[u8] = b"_ZNK17nixlBackendEngine14releaseMemViewEPv\0";
-
-/// The NIXL versions whose engine ABI the shim presents.
-pub const SUPPORTED: &str = "NIXL 1.0.0 to 1.5.x";
-
-/// What the host's libnixl.so says about its engine ABI.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Host {
-    /// libnixl.so is loaded and has the 1.0+ engine ABI.
-    Supported,
-    /// libnixl.so is loaded but predates NIXL 1.0.
-    TooOld,
-    /// No libnixl.so in the process (static host, or a test harness).
-    Unknown,
+extern "C" {
+    fn atexit(cb: extern "C" fn()) -> c_int;
 }
 
-pub fn host_nixl() -> Host {
-    // SAFETY: RTLD_NOLOAD never loads a library, so no initialiser runs; it only returns a handle
-    // (with its reference count raised, dropped again with `lib`) when libnixl.so is already in
-    // the process.
-    let lib = match unsafe { Library::open(Some("libnixl.so"), RTLD_LAZY | RTLD_NOLOAD) } {
-        Ok(lib) => lib,
-        Err(_) => return Host::Unknown,
-    };
-    // SAFETY: the symbol is only looked up, never called or dereferenced.
-    match unsafe { lib.get::<*const u8>(SINCE_1_0) } {
-        Ok(_) => Host::Supported,
-        Err(_) => Host::TooOld,
+extern "C" fn on_exit() {
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+type IsFinalizing = unsafe extern "C" fn() -> c_int;
+
+fn python_probe() -> Option<IsFinalizing> {
+    static PROBE: OnceLock<Option<IsFinalizing>> = OnceLock::new();
+    *PROBE.get_or_init(|| {
+        // SAFETY: registering a function that only stores a flag.
+        unsafe { atexit(on_exit) };
+        let this = libloading::os::unix::Library::this();
+        for name in [&b"Py_IsFinalizing\0"[..], &b"_Py_IsFinalizing\0"[..]] {
+            // SAFETY: both symbols have this signature in every CPython that exports them.
+            if let Ok(f) = unsafe { this.get::<IsFinalizing>(name) } {
+                return Some(*f);
+            }
+        }
+        None
+    })
+}
+
+/// Arms the probes; called when an engine starts.
+pub fn init() {
+    let _ = python_probe();
+}
+
+/// True once the host process has started to exit.
+pub fn exiting() -> bool {
+    if EXITING.load(Ordering::Relaxed) {
+        return true;
     }
+    // SAFETY: the interpreter's finalizing check reads one atomic field of its runtime state.
+    let py = python_probe().is_some_and(|f| unsafe { f() } != 0);
+    if py {
+        EXITING.store(true, Ordering::SeqCst);
+    }
+    py
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn a_process_without_libnixl_is_unknown() {
-        // The Rust test binary links no NIXL.
-        assert_eq!(host_nixl(), Host::Unknown);
+    fn a_running_test_process_is_not_exiting() {
+        super::init();
+        assert!(!super::exiting());
     }
 }

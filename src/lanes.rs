@@ -3,14 +3,17 @@
 //! DAOS progresses only inside `daos_eq_poll`, and NIXL consumers call `checkXfer` every
 //! 0.1-100 ms; a thread per queue keeps RPCs (and, in daos-sim, their data copies) moving
 //! between those calls, in parallel across queues. Posting threads launch operations on a
-//! lane's queue directly; a lane holds at most its share of `max_inflight`, the rest wait in its
-//! queue and are launched by the lane as completions free room.
+//! lane's queue directly while fewer than `max_inflight` RPCs are in flight in the whole
+//! engine; the rest wait in one queue shared by the lanes, and whichever lane frees a slot
+//! launches the oldest on its own event queue.
 //!
 //! Ownership: an `Op` (its event, iods, sgls, key) is a `Box` that belongs to DAOS from launch
 //! until its event is reaped. If the lane is torn down while DAOS still holds some (a hung
-//! server), they are leaked, never freed: late completion must never touch freed memory.
+//! server), they are leaked, never freed: late completion must never touch freed memory. The
+//! same holds for size queries a `queryMem` gave up on at its deadline: they are handed to the
+//! lanes ("orphans"), which reap them when DAOS completes them.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,12 +26,21 @@ use crate::daos::{daos_event_t, EventQueue, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
 
-/// How long one `daos_eq_poll` may wait; bounds how late a lane notices shutdown.
+/// How long one `daos_eq_poll` may wait; bounds how late a lane notices shutdown, and how late
+/// a lane launches waiting ops after another lane freed an in-flight slot.
 const POLL_US: i64 = 20_000;
 /// Events reaped per poll.
 const REAP_BATCH: usize = 64;
 /// Longest single `daos_event_test` wait of a size query.
 const TEST_SLICE: Duration = Duration::from_millis(1);
+/// Orphaned size queries tested per pass of the reaping lane.
+const ORPHAN_BATCH: usize = 4096;
+/// Still-running orphans in a row that end a reaping pass.
+const ORPHAN_MISSES: usize = 8;
+/// How long the reaping lane parks while orphans remain.
+const PARK_REAPING: Duration = Duration::from_millis(10);
+/// Longest a parked lane sleeps (it then reaps orphans and re-checks its work).
+const PARK: Duration = Duration::from_millis(100);
 
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
@@ -71,35 +83,34 @@ impl Op {
         Ok(())
     }
 
-    /// What a completed size query says: the size, or None when the key does not exist.
+    /// What a completed size query says: the size, or None when the key does not exist. DAOS
+    /// 2.8 answers a never-written key with success and an empty recx (the client merges the
+    /// shards' `DER_NONEXIST` into rc 0), so an empty recx means absent; a written key always
+    /// has at least one record. `DER_NONEXIST` is kept as absent too (older clients).
     fn size_result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
         match rc {
-            0 => Ok(Some(self.io.size())),
+            0 => Ok(self.io.size()),
             rc if rc == -crate::daos::sys::DER_NONEXIST => Ok(None),
             rc => Err(self.daos_error(lib, rc)),
         }
     }
 
-    /// Reports the DAOS result to the op's transfer.
-    fn finish(self: Box<Op>, lib: &Library, rc: i32) {
+    /// Reports the DAOS result to the op's transfer; `launched`: it went through
+    /// `Attempt::begin_launch`.
+    fn finish(self: Box<Op>, lib: &Library, rc: i32, launched: bool) {
         let result = self.xfer_result(lib, rc);
         if let Err(e) = &result {
             tracing::debug!(key = %self.io.key().display(), "DAOS operation failed: {e}");
         }
         if let Some(a) = &self.attempt {
-            a.complete(result);
+            a.complete(result, launched);
         }
     }
 
-    fn fail(self: Box<Op>, e: Error) {
+    fn fail(self: Box<Op>, e: Error, launched: bool) {
         if let Some(a) = &self.attempt {
-            a.complete(Err(e));
+            a.complete(Err(e), launched);
         }
-    }
-
-    /// Whether this op, not yet handed to DAOS, should still be.
-    fn wanted(&self) -> bool {
-        self.attempt.as_ref().is_none_or(|a| a.wants_launch())
     }
 
     /// Completes an op dropped before it reached DAOS.
@@ -108,17 +119,164 @@ impl Op {
             a.skip();
         }
     }
+
+    /// A transfer's update: it takes part in the write fence.
+    fn fenced_write(&self) -> Option<&Arc<Attempt>> {
+        self.attempt.as_ref().filter(|_| self.io.kind == IoKind::Update)
+    }
+}
+
+/// Size queries a `queryMem` gave up on at its deadline, still inside DAOS. The lanes test them
+/// now and then and free each once DAOS has completed it.
+#[derive(Default)]
+struct Orphans {
+    /// Handed over by queryMem callers; a short lock, never held while testing events.
+    incoming: Mutex<Vec<OrphanOp>>,
+    /// Being tested by the reaping thread.
+    held: Mutex<VecDeque<OrphanOp>>,
+    /// Not yet reaped, both lists together.
+    count: AtomicUsize,
+}
+
+struct OrphanOp(*mut Op);
+// SAFETY: the Op behind the pointer is owned by the orphan lists (or DAOS) alone.
+unsafe impl Send for OrphanOp {}
+
+impl Orphans {
+    fn adopt(&self, ops: Vec<*mut Op>) {
+        let n = ops.len();
+        self.incoming.lock().unwrap().extend(ops.into_iter().map(OrphanOp));
+        self.count.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Tests up to ORPHAN_BATCH orphans, oldest first, without waiting, and frees those DAOS
+    /// has completed. A pass ends after ORPHAN_MISSES queries in a row are still running: DAOS
+    /// completes them roughly in order, and under a hang this keeps a pass to a few tests.
+    /// The rotation moves the untested and still-running ones behind, so one query stuck for
+    /// good does not hold back the others. Only one thread reaps at a time; others skip.
+    fn reap(&self, lib: &Library) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let Ok(mut held) = self.held.try_lock() else { return };
+        held.extend(self.incoming.lock().unwrap().drain(..));
+        let (mut i, mut tested, mut reaped, mut misses) = (0, 0, 0, 0);
+        while i < held.len() && tested < ORPHAN_BATCH && misses < ORPHAN_MISSES {
+            let raw = held[i].0;
+            tested += 1;
+            // SAFETY: raw is a launched, unreaped query event owned by this list.
+            match unsafe { lib.event_test(std::ptr::addr_of_mut!((*raw).ev), 0) } {
+                Ok(true) => {
+                    held.remove(i); // near the front: cheap in a VecDeque
+                    reaped += 1;
+                    misses = 0;
+                    // SAFETY: reaped: DAOS is done with it, and the list no longer names it.
+                    let mut op = unsafe { Box::from_raw(raw) };
+                    unsafe { lib.fini_event(&mut op.ev) };
+                }
+                Ok(false) => {
+                    i += 1;
+                    misses += 1;
+                }
+                Err(e) => {
+                    tracing::debug!("testing an abandoned size query: {e}");
+                    i += 1;
+                    misses += 1;
+                }
+            }
+        }
+        // Rotate, so that the next pass tests the ones this pass did not reach.
+        let n = held.len();
+        if n > 0 {
+            held.rotate_left(i.min(n));
+        }
+        self.count.fetch_sub(reaped, Ordering::AcqRel);
+    }
+}
+
+/// State the lanes share: the engine-wide in-flight budget, the queue of ops waiting for it,
+/// the write fence and the orphaned queries.
+struct Shared {
+    lib: &'static Library,
+    max_inflight: usize,
+    /// RPCs of transfers inside DAOS, over all lanes.
+    inflight: AtomicUsize,
+    waiting: Mutex<VecDeque<Box<Op>>>,
+    /// Length of `waiting`, readable without its lock: new ops go straight to DAOS only when
+    /// nothing waits, so they never overtake queued ones.
+    waiting_len: AtomicUsize,
+    /// Deadlines of the updates DAOS holds, per key. An update of a key whose earlier update
+    /// is past its deadline and still inside DAOS is not sent: the old one may land at any
+    /// moment and would silently replace the new bytes, which the caller saw succeed.
+    writes: Mutex<HashMap<ObjectKey, Vec<Instant>>>,
+    orphans: Orphans,
+}
+
+impl Shared {
+    /// Takes an in-flight slot if one is free.
+    fn reserve(&self) -> bool {
+        if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
+            true
+        } else {
+            self.inflight.fetch_sub(1, Ordering::SeqCst);
+            false
+        }
+    }
+
+    fn unreserve(&self) {
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Records an update about to be sent; Err when an abandoned earlier one blocks the key.
+    fn fence_enter(&self, key: &ObjectKey, deadline: Instant) -> Result<(), Error> {
+        let mut w = self.writes.lock().unwrap();
+        let now = Instant::now();
+        let held = w.entry(key.clone()).or_default();
+        if held.iter().any(|&d| d <= now) {
+            return Err(Error::Fenced { key: key.display() });
+        }
+        held.push(deadline);
+        Ok(())
+    }
+
+    fn fence_leave(&self, key: &ObjectKey, deadline: Instant) {
+        let mut w = self.writes.lock().unwrap();
+        if let Some(held) = w.get_mut(key) {
+            if let Some(i) = held.iter().position(|&d| d == deadline) {
+                held.swap_remove(i);
+            }
+            if held.is_empty() {
+                w.remove(key);
+            }
+        }
+    }
 }
 
 /// Sizes of `keys` (None: absent), queried from the calling thread: up to `window` queries in
 /// flight at once on events outside any queue, progressed with `daos_event_test` here.
 /// queryMem is synchronous for its caller anyway, and driving progress in the caller spares a
 /// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
-/// Queries still inside DAOS at `deadline` are left to it (their memory stays allocated).
-pub fn query_sizes(lib: &'static Library, obj: &Object, keys: &[ObjectKey], window: usize, deadline: Instant) -> Result<Vec<Option<u64>>, Error> {
+/// Queries still inside DAOS when it gives up (at `deadline`, or on an error of DAOS's event
+/// calls) go to `lanes`, which free them once DAOS completes them.
+pub fn query_sizes(lib: &'static Library, obj: &Object, lanes: &Lanes, keys: &[ObjectKey], window: usize, deadline: Instant) -> Result<Vec<Option<u64>>, Error> {
+    let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
+    let result = drive_queries(lib, obj, keys, window, deadline, &mut inflight);
+    if !inflight.is_empty() {
+        lanes.adopt_queries(inflight.into_iter().map(|(_, op)| op).collect());
+    }
+    result
+}
+
+fn drive_queries(
+    lib: &'static Library,
+    obj: &Object,
+    keys: &[ObjectKey],
+    window: usize,
+    deadline: Instant,
+    inflight: &mut VecDeque<(usize, *mut Op)>,
+) -> Result<Vec<Option<u64>>, Error> {
     let mut sizes = vec![None; keys.len()];
     let mut first_err: Option<Error> = None;
-    let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
     let mut next = 0;
     while next < keys.len() || !inflight.is_empty() {
         while next < keys.len() && inflight.len() < window.max(1) {
@@ -163,7 +321,6 @@ pub fn query_sizes(lib: &'static Library, obj: &Object, keys: &[ObjectKey], wind
             }
         } else if Instant::now() >= deadline {
             let missing = inflight.len() + (keys.len() - next);
-            // The launched ones stay allocated: DAOS may still complete them.
             return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: 0 });
         }
     }
@@ -174,15 +331,14 @@ pub fn query_sizes(lib: &'static Library, obj: &Object, keys: &[ObjectKey], wind
 }
 
 struct Lane {
-    lib: &'static Library,
-    eq: EventQueue,
+    shared: Arc<Shared>,
+    /// Held by the lanes, not by `Shared` (which outlives them inside `Lanes`), so that the
+    /// object closes with the last lane, before the engine closes the container.
     obj: Arc<Object>,
-    max_inflight: usize,
+    eq: EventQueue,
+    /// This lane's ops inside DAOS.
     inflight: AtomicUsize,
-    waiting: Mutex<VecDeque<Box<Op>>>,
-    /// Length of `waiting`, readable without its lock: new ops go straight to DAOS only when
-    /// nothing waits, so they never overtake queued ones.
-    waiting_len: AtomicUsize,
+    park_lock: Mutex<()>,
     idle: Condvar,
     /// Set by the lane thread while it sleeps on `idle` with nothing in flight; submitters wake
     /// it only then, so a busy lane costs no futex call per operation.
@@ -190,6 +346,8 @@ struct Lane {
     stop: AtomicBool,
     /// Ops still inside DAOS when the lane gave up on them at shutdown (left allocated).
     leaked: AtomicU64,
+    /// This lane also reaps the size queries a queryMem gave up on (lane 0).
+    reaps_orphans: bool,
 }
 
 // SAFETY: the raw pointers inside waiting ops are owned by them (see Op); the EQ handle is
@@ -198,78 +356,108 @@ unsafe impl Send for Lane {}
 unsafe impl Sync for Lane {}
 
 impl Lane {
-    /// Launches `op` now; it owns one in-flight slot already.
+    /// Launches `op` now; it holds one engine-wide in-flight slot already, which this gives
+    /// back if the op does not reach DAOS.
     fn launch(&self, op: Box<Op>) {
+        let sh = &self.shared;
+        if let Some(a) = &op.attempt {
+            // Decided under the attempt's lock: once it was released, reposted, failed or
+            // timed out, none of its folds reaches DAOS any more.
+            if !a.begin_launch() {
+                sh.unreserve();
+                op.skip();
+                return;
+            }
+        }
+        if let Some(a) = op.fenced_write() {
+            if let Err(e) = sh.fence_enter(op.io.key(), a.deadline()) {
+                tracing::warn!("{e}");
+                sh.unreserve();
+                op.fail(e, true);
+                return;
+            }
+        }
+        self.inflight.fetch_add(1, Ordering::SeqCst);
         let raw = Box::into_raw(op);
         // SAFETY: raw is a live, pinned (boxed) Op; from here until reaped it belongs to DAOS.
         // Pointers into it are derived from `raw` itself, so the reaped event pointer carries
-        // the whole Op's provenance back.
+        // the whole Op's provenance back. On failure to launch, the Op is ours again.
         unsafe {
             let ev = std::ptr::addr_of_mut!((*raw).ev);
-            if let Err(e) = self.eq.init_event(ev) {
-                self.inflight.fetch_sub(1, Ordering::SeqCst);
-                Box::from_raw(raw).fail(e);
-                return;
-            }
-            let rc = self.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev);
+            let rc = match self.eq.init_event(ev) {
+                Err(e) => {
+                    self.not_launched(Box::from_raw(raw), Err(e));
+                    return;
+                }
+                Ok(()) => self.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev),
+            };
             if rc != 0 {
                 // Not launched: the event never entered the queue.
                 self.eq.fini_event(ev);
-                self.inflight.fetch_sub(1, Ordering::SeqCst);
-                Box::from_raw(raw).finish(self.lib, rc);
+                self.not_launched(Box::from_raw(raw), Ok(rc));
             }
         }
     }
 
-    /// Takes an in-flight slot if one is free.
-    fn reserve(&self) -> bool {
-        if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
-            true
-        } else {
-            self.inflight.fetch_sub(1, Ordering::SeqCst);
-            false
+    /// Undoes `launch`'s accounting for an op DAOS refused; `rc`: DAOS's return code.
+    fn not_launched(&self, op: Box<Op>, rc: Result<i32, Error>) {
+        self.release_slot(&op);
+        let launched = op.attempt.is_some();
+        match rc {
+            Ok(rc) => op.finish(self.shared.lib, rc, launched),
+            Err(e) => op.fail(e, launched),
         }
     }
 
+    /// Gives back what a launched op held: its slots and its place in the write fence.
+    fn release_slot(&self, op: &Op) {
+        if let Some(a) = op.fenced_write() {
+            self.shared.fence_leave(op.io.key(), a.deadline());
+        }
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
+        self.shared.unreserve();
+    }
+
     fn submit(&self, op: Box<Op>) {
-        if self.stop.load(Ordering::Acquire) {
-            op.fail(Error::ShuttingDown);
+        let sh = &self.shared;
+        if self.stop.load(Ordering::Acquire) || crate::host::exiting() {
+            op.fail(Error::ShuttingDown, false);
             return;
         }
-        if self.waiting_len.load(Ordering::SeqCst) == 0 && self.reserve() {
+        if sh.waiting_len.load(Ordering::SeqCst) == 0 && sh.reserve() {
             self.launch(op);
+            self.wake();
         } else {
-            let mut w = self.waiting.lock().unwrap();
+            let mut w = sh.waiting.lock().unwrap();
             w.push_back(op);
-            self.waiting_len.store(w.len(), Ordering::SeqCst);
+            sh.waiting_len.store(w.len(), Ordering::SeqCst);
         }
-        // The lane parks only after seeing nothing in flight and nothing waiting (SeqCst on
-        // both sides): either it saw our op, or we see it parked and wake it. Taking the lock
-        // orders the notification after its check.
+    }
+
+    /// The lane parks only after seeing nothing in flight and nothing waiting (SeqCst on both
+    /// sides): either it saw the new op, or the submitter sees it parked and wakes it. Taking
+    /// the lock orders the notification after its check.
+    fn wake(&self) {
         if self.parked.load(Ordering::SeqCst) {
-            let _g = self.waiting.lock().unwrap();
+            let _g = self.park_lock.lock().unwrap();
             self.idle.notify_one();
         }
     }
 
-    /// Launches waiting ops while there is room; drops those whose request no longer wants
-    /// them (failed, released, or past its deadline) without sending them to DAOS.
+    /// Launches waiting ops while the engine has room; those whose request no longer wants
+    /// them (failed, released, or past its deadline) are dropped in `launch`.
     fn launch_waiting(&self) {
-        while self.waiting_len.load(Ordering::SeqCst) > 0 && self.reserve() {
+        let sh = &self.shared;
+        while sh.waiting_len.load(Ordering::SeqCst) > 0 && sh.reserve() {
             let op = {
-                let mut w = self.waiting.lock().unwrap();
+                let mut w = sh.waiting.lock().unwrap();
                 let op = w.pop_front();
-                self.waiting_len.store(w.len(), Ordering::SeqCst);
+                sh.waiting_len.store(w.len(), Ordering::SeqCst);
                 op
             };
             match op {
-                Some(op) if op.wanted() => self.launch(op),
-                other => {
-                    self.inflight.fetch_sub(1, Ordering::SeqCst);
-                    if let Some(op) = other {
-                        op.skip();
-                    }
-                }
+                Some(op) => self.launch(op),
+                None => sh.unreserve(),
             }
         }
     }
@@ -281,17 +469,21 @@ impl Lane {
         let rc = op.ev.ev_error;
         // SAFETY: reaped, so no longer running.
         unsafe { self.eq.fini_event(&mut op.ev) };
-        self.inflight.fetch_sub(1, Ordering::SeqCst);
-        op.finish(self.lib, rc);
+        self.release_slot(&op);
+        let launched = op.attempt.is_some();
+        op.finish(self.shared.lib, rc, launched);
     }
 
     /// Sleeps while there is nothing to do. Returns false when it did not sleep.
     fn park(&self) -> bool {
-        let g = self.waiting.lock().unwrap();
+        let g = self.park_lock.lock().unwrap();
         self.parked.store(true, Ordering::SeqCst);
-        let idle = g.is_empty() && self.inflight.load(Ordering::SeqCst) == 0 && !self.stop.load(Ordering::SeqCst);
+        let idle = self.shared.waiting_len.load(Ordering::SeqCst) == 0
+            && self.inflight.load(Ordering::SeqCst) == 0
+            && !self.stop.load(Ordering::SeqCst);
         if idle {
-            drop(self.idle.wait_timeout(g, Duration::from_millis(100)).unwrap());
+            let orphans = self.reaps_orphans && self.shared.orphans.count.load(Ordering::Acquire) > 0;
+            drop(self.idle.wait_timeout(g, if orphans { PARK_REAPING } else { PARK }).unwrap());
         }
         self.parked.store(false, Ordering::SeqCst);
         idle
@@ -301,12 +493,20 @@ impl Lane {
         let mut reaped: Vec<*mut daos_event_t> = vec![std::ptr::null_mut(); REAP_BATCH];
         let mut stop_at: Option<Instant> = None;
         loop {
-            if self.stop.load(Ordering::Acquire) {
-                let drained: Vec<_> = self.waiting.lock().unwrap().drain(..).collect();
-                self.waiting_len.store(0, Ordering::SeqCst);
-                for op in drained {
-                    op.fail(Error::ShuttingDown);
+            if crate::host::exiting() {
+                // The host may already be freeing the buffers of what is in flight: stop
+                // driving DAOS so that nothing more is copied into them (see host.rs).
+                let inflight = self.inflight.load(Ordering::SeqCst);
+                self.leaked.store(inflight as u64, Ordering::Release);
+                if inflight > 0 {
+                    tracing::debug!("host exiting: lane abandons {inflight} DAOS operation(s)");
                 }
+                break;
+            }
+            if self.reaps_orphans {
+                self.shared.orphans.reap(self.shared.lib);
+            }
+            if self.stop.load(Ordering::Acquire) {
                 let at = *stop_at.get_or_insert_with(|| Instant::now() + grace);
                 let inflight = self.inflight.load(Ordering::SeqCst);
                 if inflight == 0 {
@@ -329,12 +529,15 @@ impl Lane {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
-            self.launch_waiting();
+            if !self.stop.load(Ordering::Acquire) {
+                self.launch_waiting();
+            }
         }
     }
 }
 
 pub struct Lanes {
+    shared: Arc<Shared>,
     lanes: Vec<Arc<Lane>>,
     threads: Vec<JoinHandle<()>>,
     next: AtomicUsize,
@@ -343,22 +546,29 @@ pub struct Lanes {
 
 impl Lanes {
     pub fn start(lib: &'static Library, obj: Arc<Object>, n: usize, max_inflight: usize, grace: Duration) -> Result<Lanes, Error> {
-        let per_lane = max_inflight.div_ceil(n).max(1);
+        let shared = Arc::new(Shared {
+            lib,
+            max_inflight: max_inflight.max(1),
+            inflight: AtomicUsize::new(0),
+            waiting: Mutex::new(VecDeque::new()),
+            waiting_len: AtomicUsize::new(0),
+            writes: Mutex::new(HashMap::new()),
+            orphans: Orphans::default(),
+        });
         // Built up in place: if a later lane fails to start, dropping `lanes` stops the earlier ones.
-        let mut lanes = Lanes { lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
+        let mut lanes = Lanes { shared: shared.clone(), lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
         for i in 0..n {
             let lane = Arc::new(Lane {
-                lib,
-                eq: EventQueue::create(lib)?,
+                shared: shared.clone(),
                 obj: obj.clone(),
-                max_inflight: per_lane,
+                eq: EventQueue::create(lib)?,
                 inflight: AtomicUsize::new(0),
-                waiting: Mutex::new(VecDeque::new()),
-                waiting_len: AtomicUsize::new(0),
+                park_lock: Mutex::new(()),
                 idle: Condvar::new(),
                 parked: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
                 leaked: AtomicU64::new(0),
+                reaps_orphans: i == 0,
             });
             let l = lane.clone();
             let t = std::thread::Builder::new()
@@ -380,10 +590,22 @@ impl Lanes {
     pub fn submit(&self, op: Box<Op>) {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
         self.lanes[i].submit(op);
+        // An op queued behind the engine-wide budget is launched by whichever lane frees a
+        // slot first; lanes with nothing in flight are parked, so wake them (num_queues at most).
+        if self.shared.waiting_len.load(Ordering::SeqCst) > 0 {
+            self.lanes.iter().for_each(|l| l.wake());
+        }
     }
 
+    /// Transfer RPCs inside DAOS, plus abandoned size queries not yet reaped.
     pub fn inflight(&self) -> usize {
-        self.lanes.iter().map(|l| l.inflight.load(Ordering::SeqCst)).sum()
+        self.shared.inflight.load(Ordering::SeqCst) + self.shared.orphans.count.load(Ordering::Acquire)
+    }
+
+    /// Hands the size queries a `queryMem` gave up on to the lanes, which free them once DAOS
+    /// has completed them.
+    pub fn adopt_queries(&self, ops: Vec<*mut Op>) {
+        self.shared.orphans.adopt(ops);
     }
 
     /// Stops every lane: ops still in DAOS get `grace` to complete, then are left behind, and
@@ -392,13 +614,22 @@ impl Lanes {
     pub fn shutdown(&mut self) -> u64 {
         for l in &self.lanes {
             l.stop.store(true, Ordering::Release);
-            let _g = l.waiting.lock().unwrap();
+            let _g = l.park_lock.lock().unwrap();
             l.idle.notify_all();
+        }
+        let drained: Vec<_> = self.shared.waiting.lock().unwrap().drain(..).collect();
+        self.shared.waiting_len.store(0, Ordering::SeqCst);
+        for op in drained {
+            op.fail(Error::ShuttingDown, false);
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let mut leaked = 0;
+        if !crate::host::exiting() {
+            self.shared.orphans.reap(self.shared.lib);
+        }
+        let orphans = self.shared.orphans.count.load(Ordering::Acquire) as u64;
+        let mut leaked = orphans;
         for l in &self.lanes {
             let n = l.leaked.load(Ordering::Acquire);
             if n > 0 {
@@ -412,10 +643,10 @@ impl Lanes {
         self.lanes.clear();
         if leaked > 0 {
             tracing::warn!(
-                "DAOS backend shut down with {} operation(s) still inside DAOS after {:?}; their memory \
-                 and their event queues are left allocated so a late completion cannot touch freed memory",
-                leaked,
-                self.grace
+                "DAOS backend shut down with {leaked} operation(s) still inside DAOS after {:?} ({orphans} of them \
+                 abandoned size queries); their memory and their event queues are left allocated so a late \
+                 completion cannot touch freed memory",
+                self.grace,
             );
         }
         leaked

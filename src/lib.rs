@@ -17,4 +17,5 @@ pub mod host;
 pub mod key;
 pub mod lanes;
 pub mod log;
+pub mod nixl_version;
 pub mod planner;

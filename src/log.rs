@@ -1,8 +1,28 @@
 //! Logging through `tracing`, at NIXL's log level (`NIXL_LOG_LEVEL`: TRACE, DEBUG, INFO, WARN,
-//! ERROR or FATAL; NIXL's default is WARN). If the host process already installed a global
+//! ERROR or FATAL; NIXL's default is WARN). Lines go to stderr, or, when the shim installed a
+//! sink first (NIXL's own build does: `nd_set_log_sink`), to the host's logger, so they come out
+//! through NIXL's macros with NIXL's format. If the host process already installed a global
 //! subscriber (a Rust consumer such as KVBM), our events go to it instead.
 
+use std::ffi::c_char;
+use std::io;
+use std::sync::OnceLock;
+
+use tracing::{Level, Metadata};
 use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::fmt::MakeWriter;
+
+/// The host's logger: one call per line, `level` as in include/nixl_daos.h (0 trace .. 4 error),
+/// `msg` not NUL-terminated.
+pub type Sink = unsafe extern "C" fn(level: i32, msg: *const c_char, len: usize);
+
+static SINK: OnceLock<Sink> = OnceLock::new();
+
+/// Routes our log lines to `sink` from the first `init` on. Returns false when a sink was already
+/// set (the first one stays: the subscriber may already be using it).
+pub fn set_sink(sink: Sink) -> bool {
+    SINK.set(sink).is_ok()
+}
 
 pub fn level_from(value: Option<&str>) -> LevelFilter {
     match value.map(|v| v.trim().to_ascii_uppercase()).as_deref() {
@@ -18,17 +38,77 @@ pub fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let level = level_from(std::env::var("NIXL_LOG_LEVEL").ok().as_deref());
-        let _ = tracing_subscriber::fmt()
-            .with_max_level(level)
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .try_init();
+        let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false);
+        let _ = match SINK.get() {
+            // The host's logger stamps time and level itself.
+            Some(&sink) => builder
+                .without_time()
+                .with_level(false)
+                .with_ansi(false)
+                .with_writer(SinkWriter(sink))
+                .try_init(),
+            None => builder.with_writer(io::stderr).try_init(),
+        };
     });
+}
+
+/// Hands each formatted event to the sink as one line, with the event's level.
+struct SinkWriter(Sink);
+
+impl<'a> MakeWriter<'a> for SinkWriter {
+    type Writer = SinkLine;
+
+    fn make_writer(&'a self) -> SinkLine {
+        SinkLine { sink: self.0, level: Level::INFO, buf: Vec::new() }
+    }
+
+    fn make_writer_for(&'a self, meta: &Metadata<'_>) -> SinkLine {
+        SinkLine { sink: self.0, level: *meta.level(), buf: Vec::new() }
+    }
+}
+
+/// One event being formatted; sent to the sink when the formatter drops it.
+struct SinkLine {
+    sink: Sink,
+    level: Level,
+    buf: Vec<u8>,
+}
+
+impl io::Write for SinkLine {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for SinkLine {
+    fn drop(&mut self) {
+        let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+        if line.is_empty() {
+            return;
+        }
+        let level = match self.level {
+            Level::TRACE => 0,
+            Level::DEBUG => 1,
+            Level::INFO => 2,
+            Level::WARN => 3,
+            Level::ERROR => 4,
+        };
+        // SAFETY: the sink was given by the shim through nd_set_log_sink, whose contract is a
+        // function callable from any thread for the life of the process; the pointer and length
+        // describe `line`, alive for the duration of the call.
+        unsafe { (self.sink)(level, line.as_ptr().cast(), line.len()) };
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     #[test]
     fn nixl_levels() {
@@ -37,5 +117,32 @@ mod tests {
         assert_eq!(level_from(Some("FATAL")), LevelFilter::ERROR);
         assert_eq!(level_from(None), LevelFilter::WARN);
         assert_eq!(level_from(Some("bogus")), LevelFilter::WARN);
+    }
+
+    static LINES: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn collect(level: i32, msg: *const c_char, len: usize) {
+        // SAFETY: SinkLine passes a pointer and length of a live byte slice.
+        let bytes = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
+        LINES.lock().unwrap().push((level, String::from_utf8_lossy(bytes).into_owned()));
+    }
+
+    #[test]
+    fn a_sink_gets_one_line_per_event_with_its_level() {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(LevelFilter::INFO)
+            .without_time()
+            .with_level(false)
+            .with_target(false)
+            .with_ansi(false)
+            .with_writer(SinkWriter(collect))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!("pool {} is gone", "tank");
+            tracing::warn!(key = "k1", "slow");
+            tracing::debug!("filtered out");
+        });
+        let lines = LINES.lock().unwrap().clone();
+        assert_eq!(lines, vec![(4, "pool tank is gone".to_string()), (3, "slow key=\"k1\"".to_string())]);
     }
 }

@@ -111,7 +111,7 @@ fn write_then_read_many_layers_per_key() {
     let src: Vec<Vec<u8>> = (0..3 * 8).map(|i| pattern(layer, i as u8)).collect();
     let parts: Vec<_> = src.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
     let w = prep(&e, XferOp::Write, &parts);
-    assert_eq!(w.folds().len(), 3, "one fold per key");
+    assert_eq!(w.fold_count(), 3, "one fold per key");
     run(&e, &w, Duration::from_secs(10)).unwrap();
 
     let dst: Vec<Vec<u8>> = (0..3 * 8).map(|_| vec![0u8; layer]).collect();
@@ -123,25 +123,26 @@ fn write_then_read_many_layers_per_key() {
     // Reposting a finished request reads again.
     let again = run(&e, &r, Duration::from_secs(10));
     assert!(again.is_ok());
-    e.release(r);
-    e.release(w);
+    e.release(&r).unwrap();
+    e.release(&w).unwrap();
 }
 
 #[test]
 fn folding_costs_one_rpc_per_key() {
     let _x = exclusive();
-    for (fold, want) in [("true", 2), ("false", 2 * 40)] {
-        let e = engine("eng-fold", &[("fold", fold)]);
+    // fold=auto with a 64 KiB target: 40 x 4 KiB per key goes out as 64 + 64 + 32 KiB.
+    for (fold, target, want) in [("true", "1048576", 2), ("false", "1048576", 2 * 40), ("auto", "65536", 2 * 3), ("auto", "1048576", 2)] {
+        let e = engine("eng-fold", &[("fold", fold), ("rpc_target_bytes", target)]);
         let regs = [reg(&e, &format!("f{fold}a")), reg(&e, &format!("f{fold}b"))];
         let bufs: Vec<Vec<u8>> = (0..80).map(|i| pattern(4096, i as u8)).collect();
         let parts: Vec<_> = bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
         control("reset_stats");
         let w = prep(&e, XferOp::Write, &parts);
         run(&e, &w, Duration::from_secs(10)).unwrap();
-        assert_eq!(stat("update"), want, "fold={fold}");
+        assert_eq!(stat("update"), want, "fold={fold} rpc_target_bytes={target}");
         let r = prep(&e, XferOp::Read, &parts);
         run(&e, &r, Duration::from_secs(10)).unwrap();
-        assert_eq!(stat("fetch"), want, "fold={fold}");
+        assert_eq!(stat("fetch"), want, "fold={fold} rpc_target_bytes={target}");
         assert_eq!(stat("recxs"), 2 * 2 * 40);
     }
 }
@@ -178,6 +179,18 @@ fn query_sizes_present_and_absent() {
     run(&e, &prep(&e, XferOp::Write, &[(&data, 100, &k)]), Duration::from_secs(10)).unwrap();
     let keys = [ObjectKey::from_registration(b"sized", 0), ObjectKey::from_registration(b"nope", 0)];
     assert_eq!(e.query_sizes(&keys).unwrap(), vec![Some(12445), None]);
+}
+
+/// The keys' object is spread over every target the pool has (daos-sim: 8, RF0), not one
+/// redundancy group: the engine asks DAOS for the pool-wide sharding hint. A second engine
+/// reuses the recorded id.
+#[test]
+fn object_spans_all_targets() {
+    let _x = exclusive();
+    let e = engine("eng-groups", &[]);
+    assert_eq!(e.object_id().groups(), 8, "object {:?}", e.object_id());
+    let again = engine("eng-groups", &[]);
+    assert_eq!(again.object_id(), e.object_id());
 }
 
 #[test]
@@ -322,7 +335,9 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     control("bandwidth 0");
     assert!(matches!(outcome, Err(Error::NoSuchKey { .. })), "{outcome:?}");
     assert_eq!(inflight, 0, "reported while a sibling fetch could still write the caller's buffer");
-    assert!(big == data, "the sibling completed before the failure was reported");
+    // The sibling either was launched before the failure, and then completed before it was
+    // reported, or was dropped unlaunched because its request had already failed.
+    assert!(big == data || big.iter().all(|&b| b == 0), "the sibling was cut short or ran after the report");
     assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
 }
 
@@ -343,7 +358,7 @@ fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
     e.post(&b).unwrap(); // waits behind it
     let (outcome, _) = settle(&e, &b, Duration::from_secs(5));
     assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
-    e.release(b);
+    e.release(&b).unwrap(); // its one fold never reached DAOS
     second.fill(0x11); // the caller reuses its buffer
     control("resume");
     // The first request is past its deadline too, but may have completed since resume: either
@@ -392,4 +407,24 @@ fn engines_on_a_container_share_the_recorded_object_whatever_their_class() {
     let back = vec![0u8; 4096];
     run(&second, &prep(&second, XferOp::Read, &[(&back, 0, &k)]), Duration::from_secs(10)).unwrap();
     assert_eq!(back, data);
+}
+
+/// DAOS trims tail holes in recx order, so a folded read whose past-end extent is not the last
+/// one used to come back whole with stale bytes (unfolded, each extent is checked alone).
+#[test]
+fn unsorted_fold_past_the_end_fails() {
+    let _x = exclusive();
+    for fold in ["true", "false"] {
+        let e = engine("eng-unsorted", &[("fold", fold)]);
+        let k = reg(&e, &format!("unsorted-{fold}"));
+        let data = pattern(64 * 1024, 4);
+        run(&e, &prep(&e, XferOp::Write, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+        for past in [64 * 1024, 60 * 1024, 200 * 1024] {
+            let (a, b) = (vec![0xEEu8; 8192], vec![0xEEu8; 8192]);
+            let r = prep(&e, XferOp::Read, &[(&a, past, &k), (&b, 0, &k)]);
+            let res = run(&e, &r, Duration::from_secs(10));
+            assert!(res.is_err(), "fold={fold}: read of [{past}, +8K) then [0, 8K) succeeded");
+            e.release(&r).unwrap();
+        }
+    }
 }

@@ -85,9 +85,10 @@ impl IoDesc {
         Some(self.iovs[..n].iter().map(|v| v.iov_len as u64).sum())
     }
 
-    /// After a size query: the key's size in bytes.
-    pub fn size(&self) -> u64 {
-        self.query.rx_idx + self.query.rx_nr
+    /// After a successful size query: the key's size in bytes, None when DAOS found no extent
+    /// (`rx_nr == 0`: DAOS zeroes the recx before querying and leaves it so for a missing key).
+    pub fn size(&self) -> Option<u64> {
+        (self.query.rx_nr != 0).then(|| self.query.rx_idx + self.query.rx_nr)
     }
 
     fn wire(&mut self) {

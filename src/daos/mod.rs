@@ -8,11 +8,13 @@
 //! launch and reap.
 
 pub mod io;
+pub mod log_route;
 pub mod sys;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
@@ -32,6 +34,7 @@ impl Library {
         if let Some(lib) = map.get(path) {
             return Ok(lib);
         }
+        log_route::route();
         // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
         // the library the user named for exactly this purpose.
         let api = unsafe { sys::DaosApi::new(path) }.map_err(|e| Error::Load {
@@ -122,6 +125,67 @@ fn cstring(what: &str, s: &str) -> Result<CString, Error> {
     CString::new(s).map_err(|_| Error::InvalidArg(format!("{what} {s:?} contains a NUL byte")))
 }
 
+/// How long the control-plane calls of one `create_backend` may take, all together.
+#[derive(Clone, Copy, Debug)]
+pub struct Bound {
+    pub deadline: Instant,
+    pub ms: u64,
+}
+
+impl Bound {
+    pub fn from_now(ms: u64) -> Bound {
+        Bound { deadline: Instant::now() + Duration::from_millis(ms), ms }
+    }
+}
+
+/// One blocking DAOS call run on an event of its own and waited for until `bound`: against a
+/// dead engine DAOS keeps retrying (a pool connect took 15 s to fail on a killed engine), and
+/// `create_backend` must not block its caller that long. `state` holds everything DAOS may still
+/// read or write (names, out handles); `launch` starts the call on the event with it. Past the
+/// deadline the event and `state` are leaked on purpose, since DAOS may complete the call later
+/// and write into them. Returns `state` with the call's outputs once it succeeded.
+fn bounded<S>(
+    lib: &'static Library,
+    what: &'static str,
+    bound: Bound,
+    state: S,
+    launch: impl FnOnce(&mut S, *mut daos_event_t) -> i32,
+) -> Result<S, Error> {
+    struct Pending<S> {
+        ev: daos_event_t,
+        state: S,
+    }
+    let mut p = Box::new(Pending { ev: daos_event_t::default(), state });
+    let ev: *mut daos_event_t = &mut p.ev;
+    // SAFETY: the event lives in the box, which stays where it is until reaped or leaked.
+    unsafe { lib.init_event_unqueued(ev)? };
+    let rc = launch(&mut p.state, ev);
+    if rc != 0 {
+        // SAFETY: the call was not launched, so the event is idle.
+        unsafe { lib.fini_event(ev) };
+        return lib.check(what, rc).map(|_| unreachable!());
+    }
+    loop {
+        let left = bound.deadline.saturating_duration_since(Instant::now());
+        // SAFETY: launched above on an unqueued event; reaped at most once (we return when done).
+        let done = unsafe { lib.event_test(ev, left.min(Duration::from_millis(10)).as_micros() as i64) };
+        match done {
+            Ok(true) => break,
+            Ok(false) if !left.is_zero() => continue,
+            Ok(false) | Err(_) => {
+                // Still inside DAOS: it may write into the event and state later.
+                std::mem::forget(p);
+                return Err(Error::Timeout { what: what.to_string(), ms: bound.ms });
+            }
+        }
+    }
+    let rc = p.ev.ev_error;
+    // SAFETY: reaped, so no longer running.
+    unsafe { lib.fini_event(ev) };
+    lib.check(what, rc)?;
+    Ok(p.state)
+}
+
 pub struct Pool {
     lib: &'static Library,
     pub(crate) poh: daos_handle_t,
@@ -129,22 +193,34 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn connect(lib: &'static Library, label: &str, system: &str) -> Result<Pool, Error> {
+    /// Connects within `bound`. The connect runs on a thread of its own: before anything goes
+    /// on an event, libdaos resolves the pool label with a synchronous RPC (`MGMT_POOL_FIND`),
+    /// which against a dead engine blocks its caller for CaRT's timeout (15 s measured). Past
+    /// the deadline the caller gets `Timeout` and the thread finishes on its own, holding its
+    /// own `daos_init` reference so libdaos stays initialised under it.
+    pub fn connect(lib: &'static Library, label: &str, system: &str, bound: Bound) -> Result<Pool, Error> {
         let (l, s) = (cstring("pool", label)?, cstring("system", system)?);
-        let mut poh = daos_handle_t::default();
-        // SAFETY: valid strings and out pointer; synchronous call (ev NULL).
-        let rc = unsafe {
-            lib.api.daos_pool_connect2(
-                l.as_ptr(),
-                s.as_ptr(),
-                sys::DAOS_PC_RW,
-                &mut poh,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-        lib.check("daos_pool_connect", rc)?;
-        Ok(Pool { lib, poh, label: label.to_string() })
+        let label = label.to_string();
+        let init = lib.init()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("nixl-daos-connect".into())
+            .spawn(move || {
+                let mut poh = daos_handle_t::default();
+                // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
+                let rc = unsafe {
+                    lib.api.daos_pool_connect2(l.as_ptr(), s.as_ptr(), sys::DAOS_PC_RW, &mut poh, std::ptr::null_mut(), std::ptr::null_mut())
+                };
+                let result = lib.check("daos_pool_connect", rc).map(|_| Pool { lib, poh, label });
+                // Nobody waits any more: a late pool is dropped (disconnected) here.
+                let _ = tx.send(result);
+                drop(init);
+            })
+            .map_err(|e| Error::InvalidArg(format!("cannot start a thread to connect to the pool: {e}")))?;
+        match rx.recv_timeout(bound.deadline.saturating_duration_since(Instant::now())) {
+            Ok(result) => result,
+            Err(_) => Err(Error::Timeout { what: "daos_pool_connect".into(), ms: bound.ms }),
+        }
     }
 }
 
@@ -162,85 +238,81 @@ pub struct Container {
     lib: &'static Library,
     pub(crate) coh: daos_handle_t,
     pub label: String,
+    /// Bound of the attribute calls made while the engine is created.
+    bound: Bound,
 }
 
 impl Container {
     /// Opens `label`; when it does not exist and `create` is set, creates it first.
-    pub fn open(lib: &'static Library, pool: &Pool, label: &str, create: bool) -> Result<Container, Error> {
-        let l = cstring("container", label)?;
-        let open = |coh: &mut daos_handle_t| {
-            // SAFETY: valid pool handle, string and out pointer; synchronous.
-            unsafe {
-                lib.api.daos_cont_open2(
-                    pool.poh,
-                    l.as_ptr(),
-                    sys::DAOS_COO_RW,
-                    coh,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            }
+    pub fn open(lib: &'static Library, pool: &Pool, label: &str, create: bool, bound: Bound) -> Result<Container, Error> {
+        let poh = pool.poh;
+        let open = || {
+            bounded(lib, "daos_cont_open", bound, (cstring("container", label)?, daos_handle_t::default()), |(l, coh), ev| {
+                // SAFETY: valid pool handle; label and out handle live in bounded's state.
+                unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), sys::DAOS_COO_RW, coh, std::ptr::null_mut(), ev) }
+            })
         };
-        let mut coh = daos_handle_t::default();
-        let mut rc = open(&mut coh);
-        if rc == -sys::DER_NONEXIST && create {
-            tracing::info!(container = label, pool = %pool.label, "creating container");
-            // SAFETY: valid handle and label; NULL props and uuid out are allowed.
-            let crc = unsafe {
-                lib.api.daos_cont_create_with_label(
-                    pool.poh,
-                    l.as_ptr(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            };
-            // Another agent may have created it at the same moment: EXIST is fine.
-            if crc != 0 && crc != -sys::DER_EXIST {
-                lib.check("daos_cont_create_with_label", crc)?;
+        let coh = match open() {
+            Err(e) if create && e.der() == Some(-sys::DER_NONEXIST) => {
+                tracing::info!(container = label, pool = %pool.label, "creating container");
+                let created = bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
+                    // SAFETY: valid handle; the label lives in bounded's state; NULL props and
+                    // uuid out are allowed.
+                    unsafe { lib.api.daos_cont_create_with_label(poh, l.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), ev) }
+                });
+                // Another agent may have created it at the same moment: EXIST is fine.
+                match created {
+                    Err(e) if e.der() != Some(-sys::DER_EXIST) => return Err(e),
+                    _ => {}
+                }
+                open()?.1
             }
-            rc = open(&mut coh);
-        }
-        lib.check("daos_cont_open", rc)?;
-        Ok(Container { lib, coh, label: label.to_string() })
+            other => other?.1,
+        };
+        Ok(Container { lib, coh, label: label.to_string(), bound })
     }
 }
 
 impl Container {
     /// The value of a user attribute, None when it does not exist.
     pub fn get_attr(&self, name: &str) -> Result<Option<Vec<u8>>, Error> {
+        let (lib, coh) = (self.lib, self.coh);
         let n = cstring("attribute", name)?;
         let names = [n.as_ptr()];
-        let mut size = 0usize;
-        // SAFETY: one name; NULL buffers ask for the size only; synchronous.
-        let rc = unsafe {
-            self.lib.api.daos_cont_get_attr(self.coh, 1, names.as_ptr(), std::ptr::null(), &mut size, std::ptr::null_mut())
+        // The name's bytes live on the heap, so moving `n` into the state keeps `names` valid.
+        let sized = bounded(lib, "daos_cont_get_attr", self.bound, (n, names, 0usize), |(_, names, size), ev| {
+            // SAFETY: one name; NULL buffers ask for the size only; all in bounded's state.
+            unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), std::ptr::null(), size, ev) }
+        });
+        let (n, names, size) = match sized {
+            Err(e) if e.der() == Some(-sys::DER_NONEXIST) => return Ok(None),
+            other => other?,
         };
-        if rc == -sys::DER_NONEXIST {
-            return Ok(None);
-        }
-        self.lib.check("daos_cont_get_attr", rc)?;
         let mut value = vec![0u8; size];
         let bufs = [value.as_mut_ptr().cast::<std::ffi::c_void>()];
-        // SAFETY: one buffer of `size` bytes; synchronous.
-        let rc = unsafe {
-            self.lib.api.daos_cont_get_attr(self.coh, 1, names.as_ptr(), bufs.as_ptr(), &mut size, std::ptr::null_mut())
-        };
-        self.lib.check("daos_cont_get_attr", rc)?;
+        let (_, _, value, _, size) = bounded(lib, "daos_cont_get_attr", self.bound, (n, names, value, bufs, size), |(_, names, _, bufs, size), ev| {
+            // SAFETY: one buffer of `size` bytes (the Vec's heap block, which moving the Vec
+            // does not move); all in bounded's state.
+            unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), bufs.as_ptr(), size, ev) }
+        })?;
+        let mut value = value;
         value.truncate(size);
         Ok(Some(value))
     }
 
     pub fn set_attr(&self, name: &str, value: &[u8]) -> Result<(), Error> {
+        let (lib, coh) = (self.lib, self.coh);
         let n = cstring("attribute", name)?;
         let names = [n.as_ptr()];
+        let value = value.to_vec();
         let values = [value.as_ptr().cast::<std::ffi::c_void>()];
         let sizes = [value.len()];
-        // SAFETY: one name, value and size; synchronous.
-        let rc = unsafe {
-            self.lib.api.daos_cont_set_attr(self.coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), std::ptr::null_mut())
-        };
-        self.lib.check("daos_cont_set_attr", rc)
+        bounded(lib, "daos_cont_set_attr", self.bound, (n, names, value, values, sizes), |(_, names, _, values, sizes), ev| {
+            // SAFETY: one name, value and size, all owned by bounded's state (heap blocks do
+            // not move with it).
+            unsafe { lib.api.daos_cont_set_attr(coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), ev) }
+        })
+        .map(|_| ())
     }
 }
 
@@ -267,11 +339,22 @@ unsafe impl Sync for Object {}
 impl Object {
     /// The id DAOS gives object `lo` of class `oclass` (0: chosen from the container's
     /// redundancy factor and the pool's size). Local: no RPC.
+    ///
+    /// With `oclass` 0 it asks for the pool-wide sharding hint (`DAOS_OCH_SHD_MAX`): without a
+    /// hint DAOS gives a `MULTI_HASHED` object one redundancy group, so every key of the
+    /// container would land on the same target(s). DAOS ignores hints for an explicit class.
     pub fn generate_id(lib: &'static Library, cont: &Container, lo: u64, oclass: u32) -> Result<ObjectId, Error> {
         let mut oid = sys::daos_obj_id_t { lo, hi: 0 };
         // SAFETY: valid container handle and out pointer.
         let rc = unsafe {
-            lib.api.daos_obj_generate_oid2(cont.coh, &mut oid, sys::DAOS_OT_MULTI_HASHED as _, oclass, 0, 0)
+            lib.api.daos_obj_generate_oid2(
+                cont.coh,
+                &mut oid,
+                sys::DAOS_OT_MULTI_HASHED as _,
+                oclass,
+                sys::DAOS_OCH_SHD_MAX,
+                0,
+            )
         };
         lib.check("daos_obj_generate_oid", rc)?;
         Ok(ObjectId { lo: oid.lo, hi: oid.hi })
@@ -300,6 +383,13 @@ impl ObjectId {
         b[..8].copy_from_slice(&self.lo.to_le_bytes());
         b[8..].copy_from_slice(&self.hi.to_le_bytes());
         b
+    }
+
+    /// Number of redundancy groups the id encodes (DAOS's `daos_obj_id2grp_nr`: bits 32-47 of
+    /// `hi`). DAOS hashes each dkey to one group, so this is how many target groups the keys
+    /// are spread over.
+    pub fn groups(self) -> u32 {
+        ((self.hi >> 32) & 0xFFFF) as u32
     }
 
     pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {

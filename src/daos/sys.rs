@@ -15,5 +15,8 @@ pub const DAOS_IOD_ARRAY: u32 = 2;
 pub const DAOS_GET_MAX: u64 = 1 << 0;
 pub const DAOS_GET_RECX: u64 = 1 << 4;
 pub const DAOS_OT_MULTI_HASHED: u32 = 0;
+/// Object class hint "as many redundancy groups as the pool allows" (`daos_obj.h`). Without a
+/// sharding hint DAOS gives a `MULTI_HASHED` object of class `OC_UNKNOWN` one group.
+pub const DAOS_OCH_SHD_MAX: u16 = 1 << 9;
 pub const DER_EXIST: i32 = 1004;
 pub const DER_NONEXIST: i32 = 1005;

@@ -1,20 +1,145 @@
 // The DAOS engine as NIXL sees it: a nixlBackendEngine whose every call is forwarded to the Rust
 // engine through include/nixl_daos.h.
+//
+// The same sources build twice: standalone (build.rs, against our own declarations of NIXL's ABI
+// in nixl_abi.hpp, for the wheels) and inside NIXL's tree (meson, NIXL_DAOS_INTREE defined,
+// against NIXL's real headers through nixl_abi_intree.hpp). Both headers give the same names in
+// nixl_daos::abi, so nothing below knows which one it got.
 #ifndef NIXL_DAOS_SHIM_ENGINE_HPP
 #define NIXL_DAOS_SHIM_ENGINE_HPP
 
+#ifdef NIXL_DAOS_INTREE
+#include "nixl_abi_intree.hpp"
+#else
 #include "nixl_abi.hpp"
+#endif
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct nd_engine;
 
 namespace nixl_daos::shim {
 
-// The plugin table's create_engine/destroy_engine. Never throw. create_engine returns nullptr only
-// when init is null or on allocation failure; a failed Rust engine comes back with initErr set
-// (NIXL then reports the error and frees the engine through destroy_engine).
-abi::EngineBase *create_engine(const abi::InitParams *init) noexcept;
-void destroy_engine(abi::EngineBase *engine) noexcept;
+// One DAOS backend instance. Constructed the way NIXL's plugin creator constructs engines (from
+// the init params); a Rust engine that fails to open leaves initErr set, and NIXL then reports
+// the error and destroys the engine.
+class nixlDaosEngine final : public abi::EngineBase {
+public:
+    explicit nixlDaosEngine(const abi::InitParams *init);
+    ~nixlDaosEngine() override;
+
+    bool
+    supportsRemote() const override {
+        return false;
+    }
+
+    bool
+    supportsLocal() const override {
+        return true;
+    }
+
+    bool
+    supportsNotif() const override {
+        return false;
+    }
+
+    abi::MemList
+    getSupportedMems() const override;
+
+    abi::Status
+    registerMem(const abi::BlobDesc &mem,
+                const abi::MemType &mem_type,
+                abi::BackendMD *&out) override;
+    abi::Status
+    deregisterMem(abi::BackendMD *md) override;
+    abi::Status
+    connect(const std::string &) override;
+    abi::Status
+    disconnect(const std::string &) override;
+    abi::Status
+    unloadMD(abi::BackendMD *) override;
+
+    abi::Status
+    prepXfer(const abi::XferOp &op,
+             const abi::MetaList &local,
+             const abi::MetaList &remote,
+             const std::string &remote_agent,
+             abi::BackendReqH *&handle,
+             const abi::BackendOptArgs *opt_args) const override;
+    abi::Status
+    postXfer(const abi::XferOp &op,
+             const abi::MetaList &local,
+             const abi::MetaList &remote,
+             const std::string &remote_agent,
+             abi::BackendReqH *&handle,
+             const abi::BackendOptArgs *opt_args) const override;
+    abi::Status
+    checkXfer(abi::BackendReqH *handle) const override;
+    abi::Status
+    releaseReqH(abi::BackendReqH *handle) const override;
+
+    abi::Status
+    prepMemView(const abi::RemoteMetaList &,
+                abi::MemView &,
+                const abi::BackendOptArgs *) const override;
+    abi::Status
+    prepMemView(const abi::MetaList &, abi::MemView &, const abi::BackendOptArgs *) const override;
+    void releaseMemView(abi::MemView) const override;
+
+    abi::Status
+    getPublicData(const abi::BackendMD *, std::string &) const override;
+    abi::Status
+    getConnInfo(std::string &) const override;
+    abi::Status
+    loadRemoteConnInfo(const std::string &, const std::string &) override;
+    abi::Status
+    loadRemoteMD(const abi::BlobDesc &,
+                 const abi::MemType &,
+                 const std::string &,
+                 abi::BackendMD *&out) override;
+    abi::Status
+    loadLocalMD(abi::BackendMD *in, abi::BackendMD *&out) override;
+    abi::Status
+    getNotifs(abi::NotifList &) override;
+    abi::Status
+    genNotif(const std::string &, const std::string &) const override;
+
+    abi::Status
+    queryMem(const abi::BlobList &descs, std::vector<abi::QueryResp> &resp) const override;
+
+    abi::Status
+    estimateXferCost(const abi::XferOp &,
+                     const abi::MetaList &,
+                     const abi::MetaList &,
+                     const std::string &,
+                     abi::BackendReqH *const &,
+                     std::chrono::microseconds &,
+                     std::chrono::microseconds &,
+                     abi::CostMethod &,
+                     const abi::AgentOptArgs *) const override;
+
+private:
+    nd_engine *engine_ = nullptr;
+    // Deregistered OBJ registrations that NIXL's prepped lists may still point to.
+    mutable std::mutex tombstonesLock_;
+    std::vector<std::unique_ptr<abi::BackendMD>> tombstones_;
+};
 
 // The memory types the engine registers and transfers.
-abi::MemList supported_mems();
+abi::MemList
+supportedMems();
+
+// The backend parameters and their defaults, as the Rust engine lists them.
+abi::Params
+backendOptions() noexcept;
+
+// The plugin version (the Rust crate's).
+const char *
+pluginVersion() noexcept;
 
 } // namespace nixl_daos::shim
 

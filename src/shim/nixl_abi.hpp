@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,33 +35,38 @@ enum Status : int {
 
 // nixl_mem_t and nixl_xfer_op_t: int-sized enums, same numbering as include/nixl_daos.h.
 enum MemType : int { kDram = 0, kVram = 1, kBlk = 2, kObj = 3, kFile = 4 };
+
 enum XferOp : int { kRead = 0, kWrite = 1 };
 enum class CostMethod : int {}; // nixl_cost_t: only ever passed by reference
 
 using Params = std::unordered_map<std::string, std::string>; // nixl_b_params_t
-using MemList = std::vector<MemType>;                        // nixl_mem_list_t
-using QueryResp = std::optional<Params>;                     // nixl_query_resp_t
+using MemList = std::vector<MemType>; // nixl_mem_list_t
+using QueryResp = std::optional<Params>; // nixl_query_resp_t
 using NotifList = std::vector<std::pair<std::string, std::string>>;
+using MemView = void *; // nixlMemViewH
 
 // Backend-private metadata of one registration: vptr + a flag.
 class BackendMD {
-  public:
+public:
     explicit BackendMD(bool is_private) : isPrivate_(is_private) {}
+
     virtual ~BackendMD() = default;
     BackendMD(const BackendMD &) = delete;
-    BackendMD &operator=(const BackendMD &) = delete;
+    BackendMD &
+    operator=(const BackendMD &) = delete;
 
-  protected:
+protected:
     bool isPrivate_;
 };
 
 // Backend-private request handle: vptr only.
 class BackendReqH {
-  public:
+public:
     BackendReqH() = default;
     virtual ~BackendReqH() = default;
     BackendReqH(const BackendReqH &) = delete;
-    BackendReqH &operator=(const BackendReqH &) = delete;
+    BackendReqH &
+    operator=(const BackendReqH &) = delete;
 };
 
 // Descriptors (no vptr).
@@ -69,27 +75,48 @@ struct BasicDesc {
     size_t len;
     uint64_t devId;
 };
+
 struct BlobDesc : BasicDesc {
     std::string metaInfo;
 };
+
 struct MetaDesc : BasicDesc {
     BackendMD *metadataP;
 };
+
 struct RemoteMetaDesc : MetaDesc {
     std::string remoteAgent;
 };
 
 // A descriptor list as NIXL lays it out. Read-only view: never built, copied or destroyed here.
-template <class Desc> struct DescList {
+template<class Desc> struct DescList {
     const void *opaqueVptr_; // NIXL's vtable; never used
     MemType type;
     std::vector<Desc> descs;
 
+    // The accessors NIXL's descriptor list has (same names), so engine.cpp reads both the same way.
+    MemType
+    getType() const {
+        return type;
+    }
+
+    int
+    descCount() const {
+        return static_cast<int>(descs.size());
+    }
+
+    const Desc &
+    operator[](size_t i) const {
+        return descs[i];
+    }
+
     DescList() = delete;
     DescList(const DescList &) = delete;
-    DescList &operator=(const DescList &) = delete;
+    DescList &
+    operator=(const DescList &) = delete;
     ~DescList() = delete;
 };
+
 using MetaList = DescList<MetaDesc>;
 using BlobList = DescList<BlobDesc>;
 using RemoteMetaList = DescList<RemoteMetaDesc>;
@@ -124,57 +151,110 @@ struct TelemetryEvent {
 // reads some of them inline (initErr, the type, the custom params, the telemetry queue under its
 // mutex). The virtual functions are declared in NIXL's slot order; keep it so.
 class EngineBase {
-  public:
+public:
     // What NIXL's inline base constructor does: copy type, custom params, local agent name and
-    // the telemetry flag.
-    explicit EngineBase(const InitParams &init)
-        : backendType(init.type),
-          customParams(init.customParams ? *init.customParams : Params{}),
-          localAgent(init.localAgent),
-          enableTelemetry(init.enableTelemetry) {}
+    // the telemetry flag. Takes a pointer, as NIXL's does.
+    explicit EngineBase(const InitParams *init)
+        : backendType(init->type),
+          customParams(init->customParams ? *init->customParams : Params{}),
+          localAgent(init->localAgent),
+          enableTelemetry(init->enableTelemetry) {}
+
     EngineBase(const EngineBase &) = delete;
-    EngineBase &operator=(const EngineBase &) = delete;
+    EngineBase &
+    operator=(const EngineBase &) = delete;
 
     virtual ~EngineBase() = default; // slots 0 (complete) and 1 (deleting)
 
-    virtual bool supportsRemote() const = 0;        // 2
-    virtual bool supportsLocal() const = 0;         // 3
-    virtual bool supportsNotif() const = 0;         // 4
-    virtual MemList getSupportedMems() const = 0;   // 5
-    virtual Status registerMem(const BlobDesc &mem, const MemType &mem_type,
-                               BackendMD *&out) = 0; // 6
-    virtual Status deregisterMem(BackendMD *md) = 0; // 7
-    virtual Status connect(const std::string &remote_agent) = 0;    // 8
-    virtual Status disconnect(const std::string &remote_agent) = 0; // 9
-    virtual Status unloadMD(BackendMD *md) = 0;                     // 10
-    virtual Status prepXfer(const XferOp &op, const MetaList &local, const MetaList &remote,
-                            const std::string &remote_agent, BackendReqH *&handle,
-                            const BackendOptArgs *opt_args) const = 0; // 11
-    virtual Status postXfer(const XferOp &op, const MetaList &local, const MetaList &remote,
-                            const std::string &remote_agent, BackendReqH *&handle,
-                            const BackendOptArgs *opt_args) const = 0; // 12
-    virtual Status checkXfer(BackendReqH *handle) const = 0;          // 13
-    virtual Status releaseReqH(BackendReqH *handle) const = 0;        // 14
-    virtual Status prepMemView(const RemoteMetaList &descs, void *&view,
-                               const BackendOptArgs *opt_args) const = 0; // 15
-    virtual Status prepMemView(const MetaList &descs, void *&view,
-                               const BackendOptArgs *opt_args) const = 0; // 16
-    virtual void releaseMemView(void *view) const = 0;                    // 17
-    virtual Status getPublicData(const BackendMD *md, std::string &out) const = 0; // 18
-    virtual Status getConnInfo(std::string &out) const = 0;                        // 19
-    virtual Status loadRemoteConnInfo(const std::string &remote_agent,
-                                      const std::string &conn_info) = 0; // 20
-    virtual Status loadRemoteMD(const BlobDesc &in, const MemType &mem_type,
-                                const std::string &remote_agent, BackendMD *&out) = 0; // 21
-    virtual Status loadLocalMD(BackendMD *in, BackendMD *&out) = 0;                    // 22
-    virtual Status getNotifs(NotifList &notifs) = 0;                                    // 23
-    virtual Status genNotif(const std::string &remote_agent, const std::string &msg) const = 0; // 24
-    virtual Status queryMem(const BlobList &descs, std::vector<QueryResp> &resp) const = 0; // 25
-    virtual Status estimateXferCost(const XferOp &op, const MetaList &local,
-                                    const MetaList &remote, const std::string &remote_agent,
-                                    BackendReqH *const &handle, std::chrono::microseconds &duration,
-                                    std::chrono::microseconds &err_margin, CostMethod &method,
-                                    const AgentOptArgs *opt_args) const = 0; // 26
+    // Non-virtual accessors with NIXL's names (no slot, no layout change).
+    bool
+    getInitErr() const noexcept {
+        return initErr;
+    }
+
+    const Params &
+    getCustomParams() const noexcept {
+        return customParams;
+    }
+
+    virtual bool
+    supportsRemote() const = 0; // 2
+    virtual bool
+    supportsLocal() const = 0; // 3
+    virtual bool
+    supportsNotif() const = 0; // 4
+    virtual MemList
+    getSupportedMems() const = 0; // 5
+    virtual Status
+    registerMem(const BlobDesc &mem,
+                const MemType &mem_type,
+                BackendMD *&out) = 0; // 6
+    virtual Status
+    deregisterMem(BackendMD *md) = 0; // 7
+    virtual Status
+    connect(const std::string &remote_agent) = 0; // 8
+    virtual Status
+    disconnect(const std::string &remote_agent) = 0; // 9
+    virtual Status
+    unloadMD(BackendMD *md) = 0; // 10
+    virtual Status
+    prepXfer(const XferOp &op,
+             const MetaList &local,
+             const MetaList &remote,
+             const std::string &remote_agent,
+             BackendReqH *&handle,
+             const BackendOptArgs *opt_args) const = 0; // 11
+    virtual Status
+    postXfer(const XferOp &op,
+             const MetaList &local,
+             const MetaList &remote,
+             const std::string &remote_agent,
+             BackendReqH *&handle,
+             const BackendOptArgs *opt_args) const = 0; // 12
+    virtual Status
+    checkXfer(BackendReqH *handle) const = 0; // 13
+    virtual Status
+    releaseReqH(BackendReqH *handle) const = 0; // 14
+    virtual Status
+    prepMemView(const RemoteMetaList &descs,
+                MemView &view,
+                const BackendOptArgs *opt_args) const = 0; // 15
+    virtual Status
+    prepMemView(const MetaList &descs,
+                MemView &view,
+                const BackendOptArgs *opt_args) const = 0; // 16
+    virtual void
+    releaseMemView(MemView view) const = 0; // 17
+    virtual Status
+    getPublicData(const BackendMD *md, std::string &out) const = 0; // 18
+    virtual Status
+    getConnInfo(std::string &out) const = 0; // 19
+    virtual Status
+    loadRemoteConnInfo(const std::string &remote_agent,
+                       const std::string &conn_info) = 0; // 20
+    virtual Status
+    loadRemoteMD(const BlobDesc &in,
+                 const MemType &mem_type,
+                 const std::string &remote_agent,
+                 BackendMD *&out) = 0; // 21
+    virtual Status
+    loadLocalMD(BackendMD *in, BackendMD *&out) = 0; // 22
+    virtual Status
+    getNotifs(NotifList &notifs) = 0; // 23
+    virtual Status
+    genNotif(const std::string &remote_agent, const std::string &msg) const = 0; // 24
+    virtual Status
+    queryMem(const BlobList &descs, std::vector<QueryResp> &resp) const = 0; // 25
+    virtual Status
+    estimateXferCost(const XferOp &op,
+                     const MetaList &local,
+                     const MetaList &remote,
+                     const std::string &remote_agent,
+                     BackendReqH *const &handle,
+                     std::chrono::microseconds &duration,
+                     std::chrono::microseconds &err_margin,
+                     CostMethod &method,
+                     const AgentOptArgs *opt_args) const = 0; // 26
 
     // Layout mirror; public only so the layout can be asserted.
     std::string backendType;
@@ -196,6 +276,17 @@ struct PluginTable {
     Params (*get_backend_options)();
     MemList (*get_backend_mems)();
 };
+
+// The standalone plugin leaves the Rust engine's log lines on stderr (the wheels' NIXL logs there
+// too); the in-tree build routes them through NIXL's logger instead.
+inline void
+installLogSink() noexcept {}
+
+// Where the shim's own errors go (the in-tree build logs through NIXL's macros instead).
+inline void
+logError(const char *where, const char *what) noexcept {
+    std::fprintf(stderr, "nixl-daos: %s: %s\n", where, what);
+}
 
 // ---- Layout checks against NIXL 1.5.x (NIXL_FACTS.md section 2) ----
 #pragma GCC diagnostic push

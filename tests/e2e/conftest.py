@@ -25,6 +25,13 @@ def sim(nixl_env):
     return daoskit.Sim()
 
 
+@pytest.fixture(scope="session")
+def sim_or_none(nixl_env):
+    """daos-sim's controls, or None against real DAOS: for tests whose data checks hold on both
+    and whose RPC counts only daos-sim can give."""
+    return None if daoskit.TESTBED else daoskit.Sim()
+
+
 class _NoSim:
     """Stands in for the simulator in testbed mode, where there is nothing to calm."""
 

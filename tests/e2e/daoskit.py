@@ -130,19 +130,21 @@ class Sim:
 
 
 class StatsDelta:
-    """`with StatsDelta(sim) as d: ...` then `d["update"]`: counters moved by the block."""
+    """`with StatsDelta(sim) as d: ...` then `d["update"]`: counters moved by the block. With
+    `sim=None` (real DAOS, no counters) it records nothing."""
 
-    def __init__(self, sim: Sim):
+    def __init__(self, sim: Sim | None):
         self.sim = sim
         self.delta: dict[str, int] = {}
 
     def __enter__(self) -> "StatsDelta":
-        self.before = self.sim.stats()
+        self.before = self.sim.stats() if self.sim else {}
         return self
 
     def __exit__(self, *exc) -> None:
-        after = self.sim.stats()
-        self.delta = {k: after[k] - self.before.get(k, 0) for k in after}
+        if self.sim:
+            after = self.sim.stats()
+            self.delta = {k: after[k] - self.before.get(k, 0) for k in after}
 
     def __getitem__(self, k: str) -> int:
         return self.delta[k]

@@ -92,7 +92,7 @@ DESTROY_SCRIPT = textwrap.dedent(
     import daoskit
     daoskit.prepare_environment()
     sim = daoskit.Sim()
-    d = daoskit.DaosAgent(params={"timeout_ms": 60000, "num_queues": 2})
+    d = daoskit.DaosAgent(params={"timeout_ms": 2000, "num_queues": 2})
     size = 64 * 1024
     data = daoskit.pattern(size)
     dev = d.put(daoskit.unique_key("destroy"), data)
@@ -106,14 +106,19 @@ DESTROY_SCRIPT = textwrap.dedent(
         handles.append(d.post("READ", [(daoskit.addr(buf), size, 0)], [(0, size, dev)])[0])
     states = [d.agent.check_xfer_state(h) for h in handles]
     t0 = time.monotonic()
-    handles.clear()  # each handle's finalizer releases (aborts) its hung request
+    # Each handle's finalizer releases its hung request: release waits for DAOS until the
+    # request's deadline, then fails (DAOS still holds the buffer), and the bindings keep the
+    # handle in the agent's leak list.
+    handles.clear()
+    release_s = time.monotonic() - t0
+    t0 = time.monotonic()
     d.agent = None   # the last reference to the agent: its destructor destroys the backend
     del d
     gc.collect()
     destroy_s = time.monotonic() - t0
     lanes_after = daoskit.lane_threads()
     sim.control("resume")
-    print(json.dumps({"states": states, "lanes_before": lanes_before,
+    print(json.dumps({"states": states, "lanes_before": lanes_before, "release_s": release_s,
                       "destroy_s": destroy_s, "lanes_after": lanes_after}))
     sys.stdout.flush()
     """
@@ -131,5 +136,62 @@ def test_destroy_agent_while_requests_hang(sim):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["states"] == ["PROC"] * 4, out
     assert out["lanes_before"], "no nixl-daos-lane thread while the backend was alive"
+    assert out["release_s"] < 2 + 5, out  # bounded by the 2 s deadline the requests share
     assert out["destroy_s"] < 5, out
     assert out["lanes_after"] == [], out
+
+
+FORK_SCRIPT = textwrap.dedent(
+    """
+    import gc, json, os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import daoskit
+    daoskit.prepare_environment()
+    errs = daoskit.nixl_errors()
+    a = daoskit.DaosAgent(params={"timeout_ms": 5000})
+    size = 64 * 1024
+    data = daoskit.pattern(size)
+    key = daoskit.unique_key("fork")
+    dev = a.put(key, data)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        out = {}
+        t = time.monotonic()
+        try:
+            a.query([key])
+            out["query"] = "answered"
+        except errs:
+            out["query"] = "refused"
+        try:
+            a.get(dev, size, offset=0)
+            out["read"] = "answered"
+        except errs:
+            out["read"] = "refused"
+        a.agent = None  # the child's copy of the backend is destroyed here
+        del a
+        gc.collect()
+        out["child_s"] = time.monotonic() - t
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    child = json.loads(os.read(r, 4096) or b"{}")
+    # The parent's backend is untouched by the child.
+    parent_ok = bool((a.get(dev, size) == data).all()) and a.query([key])[0] is not None
+    print(json.dumps({"child": child, "status": status, "parent_ok": parent_ok}))
+    """
+)
+
+
+def test_forked_child_fails_clearly_and_parent_keeps_working():
+    """libdaos does not survive fork(): a child that inherits a backend is refused at once with a
+    message saying so, its teardown touches nothing, and the parent's backend keeps working."""
+    proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT, str(HERE)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["status"] == 0 and out["child"]["query"] == "refused" and out["child"]["read"] == "refused", out
+    assert out["child"]["child_s"] < 3, out
+    assert out["parent_ok"], out
+    assert "forked child cannot use it" in proc.stderr, proc.stderr[-3000:]

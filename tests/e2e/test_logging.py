@@ -3,12 +3,18 @@ the plugin logs through `tracing`) can be read, with NIXL_LOG_LEVEL set before t
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import daoskit  # noqa: E402
 
 SCRIPT = textwrap.dedent(
     """
@@ -28,8 +34,10 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def run(params: dict, level: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NIXL_LOG_LEVEL=level)
+def run(params: dict, level: str, extra_env: dict | None = None, clear: bool = False) -> subprocess.CompletedProcess:
+    """The script in a subprocess; its environment is ours plus extra_env (only extra_env with
+    clear=True)."""
+    env = dict({} if clear else os.environ, **(extra_env or {}), NIXL_LOG_LEVEL=level)
     return subprocess.run(
         [sys.executable, "-c", SCRIPT, str(HERE), json.dumps(params)],
         capture_output=True, text=True, timeout=60, env=env,
@@ -62,3 +70,48 @@ def test_nixl_log_level_is_respected():
     chatty = run({}, "INFO")
     assert "DAOS backend ready" in chatty.stderr, chatty.stderr
     assert "DAOS backend ready" not in run({}, "WARN").stderr
+
+
+needs_real_daos = pytest.mark.skipif(
+    not daoskit.TESTBED, reason="libdaos's own logging: daos-sim has none (runs against real DAOS)"
+)
+
+
+def _libdaos_lines(text: str) -> list[str]:
+    """Lines in DAOS's log format (`... DAOS[pid/tid/ctx] fac LEVEL file:line ...`)."""
+    return [l for l in text.splitlines() if re.search(r"DAOS\[\d+/\d+/\d+\]", l)]
+
+
+@needs_real_daos
+def test_libdaos_log_goes_to_a_file_not_stdout(tmp_path):
+    """D_LOG_FILE unset: the plugin points it at a file in the temp dir before libdaos starts,
+    so DAOS's lines (many at D_LOG_MASK=INFO) land there and the consumer's stdout stays ours."""
+    env = {k: v for k, v in os.environ.items() if k != "D_LOG_FILE"}
+    p = run({}, "WARN", extra_env=dict(env, TMPDIR=str(tmp_path), D_LOG_MASK="INFO"), clear=True)
+    assert p.stdout.split() == ["created", "created"], p.stdout + p.stderr
+    assert not _libdaos_lines(p.stdout), p.stdout
+    log = tmp_path / f"nixl-daos-libdaos.{os.getuid()}.log"
+    assert log.is_file() and _libdaos_lines(log.read_text(errors="replace")), list(tmp_path.iterdir())
+
+
+@needs_real_daos
+def test_libdaos_log_file_chosen_by_the_user_is_kept(tmp_path):
+    mine = tmp_path / "mine.log"
+    p = run({}, "WARN", extra_env=dict(TMPDIR=str(tmp_path), D_LOG_FILE=str(mine), D_LOG_MASK="INFO"))
+    assert p.stdout.split() == ["created", "created"], p.stdout + p.stderr
+    assert not _libdaos_lines(p.stdout), p.stdout
+    assert _libdaos_lines(mine.read_text(errors="replace"))
+    assert not (tmp_path / f"nixl-daos-libdaos.{os.getuid()}.log").exists()
+
+
+def test_object_spans_the_pool_targets():
+    """The keys' object gets as many redundancy groups as the pool has targets (RF0 container,
+    one target per group), not one: the plugin asks DAOS for the pool-wide sharding hint. The
+    count is in the INFO line of create_backend. daos-sim's pool has 8 targets; on real DAOS
+    NIXL_DAOS_TEST_TARGETS names the pool's target count (ci/test.sh sets it)."""
+    want = os.environ.get("NIXL_DAOS_TEST_TARGETS") if daoskit.TESTBED else "8"
+    if not want:
+        pytest.skip("set NIXL_DAOS_TEST_TARGETS to the pool's target count to check the group count")
+    p = run({}, "INFO")
+    groups = re.findall(r"DAOS backend ready.* groups=(\d+)", p.stderr)
+    assert groups == [want, want], p.stderr

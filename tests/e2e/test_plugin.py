@@ -8,7 +8,7 @@ from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, DaosAgent, unique_key
 
 PARAMS = [
     "pool", "container", "system", "daos_lib", "create_container",
-    "oclass", "fold", "num_queues", "max_inflight", "timeout_ms",
+    "oclass", "fold", "rpc_target_bytes", "num_queues", "max_inflight", "timeout_ms",
 ]
 
 
@@ -25,7 +25,7 @@ def test_plugin_listed_with_parameters_and_memory_types():
     assert params["pool"] == SIM_POOL
     assert params["container"] == SIM_CONT
     assert params["daos_lib"] == LIBDAOS
-    assert params["fold"] == "true"
+    assert params["fold"] == "auto" and int(params["rpc_target_bytes"]) >= 4096
     assert int(params["timeout_ms"]) > 0 and int(params["num_queues"]) >= 1
     assert sorted(a.get_plugin_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
 
@@ -51,9 +51,10 @@ def test_create_backend_ignores_s3_parameters(make_agent):
         {"container": "no-such-container"},
         {"timeout_ms": "abc"},
         {"fold": "maybe"},
+        {"rpc_target_bytes": "1k"},
         {"daos_lib": "/nonexistent/libdaos.so"},
     ],
-    ids=["unknown-pool", "unknown-container", "bad-timeout", "bad-fold", "missing-libdaos"],
+    ids=["unknown-pool", "unknown-container", "bad-timeout", "bad-fold", "bad-rpc-target", "missing-libdaos"],
 )
 def test_create_backend_rejects_bad_parameters(params):
     a = bare_agent()

@@ -1,8 +1,8 @@
-// TEST ONLY (not part of the plugin; build.rs compiles only src/shim/*.cpp). A stand-in for the Rust
-// engine: the C ABI of include/nixl_daos.h over an in-memory key -> bytes store, plus the exported
-// nixl_plugin_init/_fini that src/ffi.rs provides in the real plugin. Linked with the shim into a
-// standalone libplugin_DAOS.so (build-standalone.sh), it lets the real NIXL agent drive the shim
-// end to end without the Rust side.
+// TEST ONLY (not part of the plugin; build.rs compiles only src/shim/*.cpp). A stand-in for the
+// Rust engine: the C ABI of include/nixl_daos.h over an in-memory key -> bytes store, plus the
+// exported nixl_plugin_init/_fini that src/ffi.rs provides in the real plugin. Linked with the shim
+// into a standalone libplugin_DAOS.so (build-standalone.sh), it lets the real NIXL agent drive the
+// shim end to end without the Rust side.
 #include "nixl_daos.h"
 
 #include <cstring>
@@ -25,9 +25,11 @@ struct Store {
 struct nd_engine {
     Store store;
 };
+
 struct nd_md {
     std::string key;
 };
+
 struct nd_req {
     int op;
     std::vector<nd_desc> local;
@@ -37,45 +39,78 @@ struct nd_req {
 
 extern "C" {
 
-const char *nd_plugin_version(void) { return "0.0.0-shim-stub"; }
+const char *
+nd_plugin_version(void) {
+    return "0.0.0-shim-stub";
+}
 
-size_t nd_plugin_params(nd_param *out, size_t cap) {
+size_t
+nd_plugin_params(nd_param *out, size_t cap) {
     static const nd_param params[] = {{"pool", ""}, {"container", "nixl"}, {"stub_fail", "0"}};
     const size_t n = sizeof params / sizeof params[0];
-    for (size_t i = 0; i < n && i < cap; ++i) out[i] = params[i];
+    for (size_t i = 0; i < n && i < cap; ++i) {
+        out[i] = params[i];
+    }
     return n;
 }
 
-int nd_engine_create(const nd_param *params, size_t n, nd_engine **out) {
+int
+nd_engine_create(const nd_param *params, size_t n, nd_engine **out) {
     *out = nullptr;
-    for (size_t i = 0; i < n; ++i)
-        if (std::strcmp(params[i].key, "stub_fail") == 0 && std::strcmp(params[i].value, "1") == 0)
+    for (size_t i = 0; i < n; ++i) {
+        if (std::strcmp(params[i].key, "stub_fail") == 0 &&
+            std::strcmp(params[i].value, "1") == 0) {
             return kErrBackend;
+        }
+    }
     *out = new nd_engine;
     return kOk;
 }
 
-void nd_engine_destroy(nd_engine *engine) { delete engine; }
+void
+nd_engine_destroy(nd_engine *engine) {
+    delete engine;
+}
 
-int nd_register(nd_engine *, int mem_type, uint64_t, uint64_t, uint64_t dev_id, nd_str meta,
-                nd_md **out) {
+int
+nd_register(nd_engine *,
+            int mem_type,
+            uint64_t,
+            uint64_t,
+            uint64_t dev_id,
+            nd_str meta,
+            nd_md **out) {
     *out = nullptr;
-    if (mem_type == ND_MEM_DRAM) return kOk;
-    if (mem_type != ND_MEM_OBJ) return kErrNotSupported;
+    if (mem_type == ND_MEM_DRAM) {
+        return kOk;
+    }
+    if (mem_type != ND_MEM_OBJ) {
+        return kErrNotSupported;
+    }
     *out = new nd_md{meta.len ? std::string(meta.ptr, meta.len) : std::to_string(dev_id)};
     return kOk;
 }
 
-int nd_deregister(nd_engine *, nd_md *md) {
+int
+nd_deregister(nd_engine *, nd_md *md) {
     delete md;
     return kOk;
 }
 
-int nd_prep_xfer(nd_engine *, int op, int local_mem, const nd_desc *local, size_t n_local,
-                 int remote_mem, const nd_desc *remote, size_t n_remote, nd_req **out) {
+int
+nd_prep_xfer(nd_engine *,
+             int op,
+             int local_mem,
+             const nd_desc *local,
+             size_t n_local,
+             int remote_mem,
+             const nd_desc *remote,
+             size_t n_remote,
+             nd_req **out) {
     *out = nullptr;
-    if (local_mem != ND_MEM_DRAM || remote_mem != ND_MEM_OBJ || n_local != n_remote)
+    if (local_mem != ND_MEM_DRAM || remote_mem != ND_MEM_OBJ || n_local != n_remote) {
         return kErrInvalid;
+    }
     auto *req = new nd_req{op, std::vector<nd_desc>(local, local + n_local), {}};
     for (size_t i = 0; i < n_remote; ++i) {
         if (!remote[i].md || remote[i].len != local[i].len) {
@@ -88,7 +123,8 @@ int nd_prep_xfer(nd_engine *, int op, int local_mem, const nd_desc *local, size_
     return kOk;
 }
 
-int nd_post_xfer(nd_engine *engine, nd_req *req) {
+int
+nd_post_xfer(nd_engine *engine, nd_req *req) {
     std::lock_guard<std::mutex> lock(engine->store.mu);
     for (size_t i = 0; i < req->local.size(); ++i) {
         const nd_desc &l = req->local[i];
@@ -96,12 +132,15 @@ int nd_post_xfer(nd_engine *engine, nd_req *req) {
         auto *buf = reinterpret_cast<char *>(l.addr);
         if (req->op == ND_OP_WRITE) {
             auto &obj = engine->store.objects[key];
-            if (obj.size() < r.addr + r.len) obj.resize(r.addr + r.len);
+            if (obj.size() < r.addr + r.len) {
+                obj.resize(r.addr + r.len);
+            }
             std::memcpy(obj.data() + r.addr, buf, l.len);
         } else {
             auto it = engine->store.objects.find(key);
-            if (it == engine->store.objects.end() || it->second.size() < r.addr + r.len)
+            if (it == engine->store.objects.end() || it->second.size() < r.addr + r.len) {
                 return kErrBackend;
+            }
             std::memcpy(buf, it->second.data() + r.addr, l.len);
         }
     }
@@ -109,14 +148,19 @@ int nd_post_xfer(nd_engine *engine, nd_req *req) {
     return kInProg; // completes on the first check, to exercise the polling path
 }
 
-int nd_check_xfer(nd_engine *, nd_req *req) { return req->posted ? kOk : kErrInvalid; }
+int
+nd_check_xfer(nd_engine *, nd_req *req) {
+    return req->posted ? kOk : kErrInvalid;
+}
 
-int nd_release_req(nd_engine *, nd_req *req) {
+int
+nd_release_req(nd_engine *, nd_req *req) {
     delete req;
     return kOk;
 }
 
-int nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes) {
+int
+nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes) {
     std::lock_guard<std::mutex> lock(engine->store.mu);
     for (size_t i = 0; i < n; ++i) {
         auto it = engine->store.objects.find(std::string(keys[i].ptr, keys[i].len));
@@ -125,12 +169,19 @@ int nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes
     return kOk;
 }
 
-void *nd_shim_plugin_init(void);
-void nd_shim_plugin_fini(void);
+void *
+nd_shim_plugin_init(void);
+void
+nd_shim_plugin_fini(void);
 
-__attribute__((visibility("default"))) void *nixl_plugin_init(void) {
+__attribute__((visibility("default"))) void *
+nixl_plugin_init(void) {
     return nd_shim_plugin_init();
 }
-__attribute__((visibility("default"))) void nixl_plugin_fini(void) { nd_shim_plugin_fini(); }
+
+__attribute__((visibility("default"))) void
+nixl_plugin_fini(void) {
+    nd_shim_plugin_fini();
+}
 
 } // extern "C"

@@ -203,7 +203,6 @@ pub unsafe extern "C" fn daos_cont_open2(
             poh: p,
             cont: c,
             writable,
-            open_objs: Default::default(),
         })));
         unsafe {
             *coh = h;
@@ -245,9 +244,9 @@ pub unsafe extern "C" fn daos_cont_close(coh: daos_handle_t, ev: *mut daos_event
             Some(Hdl::Cont(c)) => c.clone(),
             _ => return -DER_NO_HDL,
         };
-        if c.open_objs.load(Relaxed) > 0 {
-            return -DER_BUSY;
-        }
+        // No BUSY for objects still open: a real DAOS 2.8 engine closes the container and a
+        // later daos_obj_close of such an object still returns 0 (probed). Pool disconnect
+        // does check for open containers (DAOS's dc_pool_disconnect), see below.
         r.remove(&coh.cookie);
         c.poh.open_conts.fetch_sub(1, Relaxed);
         0
@@ -421,7 +420,7 @@ pub unsafe extern "C" fn daos_obj_generate_oid2(
     oid: *mut daos_obj_id_t,
     otype: u32,
     cid: daos_oclass_id_t,
-    _hints: daos_oclass_hints_t,
+    hints: daos_oclass_hints_t,
     _args: u32,
 ) -> c_int {
     let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
@@ -429,12 +428,18 @@ pub unsafe extern "C" fn daos_obj_generate_oid2(
         return -DER_INVAL;
     }
     let class = if cid == OC_UNKNOWN {
-        // Chosen from the container's redundancy factor (hints are not modelled).
-        match c.cont.rf {
-            0 => &OCLASSES[0],
-            1 => &OCLASSES[3],
-            _ => &OCLASSES[5],
-        }
+        // Redundancy from the container's RF (the redundancy hints are not modelled), the
+        // group count from the sharding hint as DAOS's dc_set_oclass picks it.
+        let Some(max_groups) = shards_max(otype, hints) else { return -DER_INVAL };
+        let id = match (c.cont.rf, max_groups) {
+            (0, false) => OC_S1,
+            (0, true) => OC_SX,
+            (1, false) => OC_RP_2G1,
+            (1, true) => OC_RP_2GX,
+            (_, false) => OC_RP_3G1,
+            (_, true) => OC_RP_3GX,
+        };
+        OCLASSES.iter().find(|k| k.id == id).expect("listed class")
     } else {
         match OCLASSES.iter().find(|k| k.id == cid) {
             Some(k) => k,
@@ -453,6 +458,23 @@ pub unsafe extern "C" fn daos_obj_generate_oid2(
         | ((redun as u64) << 48)
         | ((grp_nr as u64) << 32);
     0
+}
+
+/// For `OC_UNKNOWN`: whether the sharding hint asks for as many groups as the pool allows
+/// (true) or for one (false); None for an invalid hint. As in DAOS: no hint or `SHD_DEF` gives
+/// array and flat-KV types the maximum and every other type (`MULTI_HASHED` included) one group;
+/// `REG`/`HI`/`EXT` ask for at least 128/256/1024 groups, more than the simulated pool's
+/// targets, so they also get the maximum.
+fn shards_max(otype: u32, hints: daos_oclass_hints_t) -> Option<bool> {
+    match hints & DAOS_OCH_SHD_MASK {
+        0 | DAOS_OCH_SHD_DEF => Some(matches!(
+            otype,
+            DAOS_OT_ARRAY | DAOS_OT_ARRAY_ATTR | DAOS_OT_ARRAY_BYTE | DAOS_OT_KV_HASHED | DAOS_OT_KV_UINT64 | DAOS_OT_KV_LEXICAL
+        )),
+        DAOS_OCH_SHD_TINY => Some(false),
+        DAOS_OCH_SHD_REG | DAOS_OCH_SHD_HI | DAOS_OCH_SHD_EXT | DAOS_OCH_SHD_MAX => Some(true),
+        _ => None,
+    }
 }
 
 /// Legacy name of `daos_obj_generate_oid2`.
@@ -525,8 +547,7 @@ pub unsafe extern "C" fn daos_obj_close(oh: daos_handle_t, ev: *mut daos_event_t
     let rc = {
         let mut r = handles::write();
         match r.get(&oh.cookie) {
-            Some(Hdl::Obj(o)) => {
-                o.coh.open_objs.fetch_sub(1, Relaxed);
+            Some(Hdl::Obj(_)) => {
                 r.remove(&oh.cookie);
                 0
             }
@@ -764,6 +785,7 @@ pub unsafe extern "C" fn daos_obj_query_key(
     recx: *mut daos_recx_t,
     ev: *mut daos_event_t,
 ) -> c_int {
+    io::reset_query_recx(recx);
     let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
     if !tx_ok(th) {
         return finish(ev, -DER_NO_HDL);
@@ -771,6 +793,7 @@ pub unsafe extern "C" fn daos_obj_query_key(
     if let Err(rc) = io::check_query(&o, flags, dkey, akey, recx) {
         return finish(ev, rc);
     }
+    io::reset_query_dkey(flags, dkey);
     STATS.query.fetch_add(1, Relaxed);
     let a = QueryArgs { o, flags, dkey, akey, recx };
     submit(ev, obj_task(0, Box::new(move || unsafe { a.run() })))

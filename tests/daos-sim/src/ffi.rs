@@ -166,6 +166,15 @@ pub const DAOS_OT_MAX: u32 = 14;
 pub type daos_oclass_id_t = u32;
 pub type daos_oclass_hints_t = u16;
 
+/// Sharding hints of `daos_obj_generate_oid2` (`daos_obj.h`), bits 4-9 of the hints.
+pub const DAOS_OCH_SHD_MASK: u16 = 0x3F << 4;
+pub const DAOS_OCH_SHD_DEF: u16 = 1 << 4;
+pub const DAOS_OCH_SHD_TINY: u16 = 1 << 5;
+pub const DAOS_OCH_SHD_REG: u16 = 1 << 6;
+pub const DAOS_OCH_SHD_HI: u16 = 1 << 7;
+pub const DAOS_OCH_SHD_EXT: u16 = 1 << 8;
+pub const DAOS_OCH_SHD_MAX: u16 = 1 << 9;
+
 pub const OC_UNKNOWN: u32 = 0;
 pub const OC_S1: u32 = 0x0100_0001;
 pub const OC_S2: u32 = 0x0100_0002;

@@ -20,7 +20,6 @@ pub struct ContH {
     pub poh: Arc<PoolH>,
     pub cont: Arc<ContData>,
     pub writable: bool,
-    pub open_objs: AtomicUsize,
 }
 
 pub struct ObjH {
@@ -114,19 +113,13 @@ pub fn eq(h: daos_handle_t) -> Option<Arc<Eq>> {
     }
 }
 
-/// Registers a handle; parent counters are bumped under the registry lock so that BUSY checks
-/// at close time are exact.
+/// Registers a handle; a container's pool counter is bumped under the registry lock so that
+/// the BUSY check of a pool disconnect is exact.
 pub fn insert(h: Hdl) -> daos_handle_t {
     let cookie = NEXT.fetch_add(1, Ordering::Relaxed);
     let mut r = reg().write();
-    match &h {
-        Hdl::Cont(c) => {
-            c.poh.open_conts.fetch_add(1, Ordering::Relaxed);
-        }
-        Hdl::Obj(o) => {
-            o.coh.open_objs.fetch_add(1, Ordering::Relaxed);
-        }
-        _ => {}
+    if let Hdl::Cont(c) = &h {
+        c.poh.open_conts.fetch_add(1, Ordering::Relaxed);
     }
     r.insert(cookie, h);
     daos_handle_t { cookie }

@@ -665,9 +665,51 @@ unsafe fn put_u64_key(k: *mut daos_key_t, v: u64) {
     (*k).iov_len = 8;
 }
 
+/// Runs a query as DAOS 2.8 answers it: a key (or object) that does not exist is not an error.
+/// Each server shard replies `-DER_NONEXIST`, and the client's merge of the replies
+/// (`daos_obj_query_merge`) turns that into success, leaving the outputs as they were set
+/// before the query was sent: the recx zeroed, a `GET_DKEY` dkey with `iov_len` 0. So a
+/// caller sees rc 0 and `rx_nr == 0` for a never-written key, never `-DER_NONEXIST`.
+///
 /// # Safety
 /// As for `check_query`, which must have succeeded on the same arguments.
 pub unsafe fn exec_query(
+    o: &ObjH,
+    flags: u64,
+    dkey: *mut daos_key_t,
+    akey: *mut daos_key_t,
+    recx: *mut daos_recx_t,
+) -> c_int {
+    match find_query(o, flags, dkey, akey, recx) {
+        rc if rc == -DER_NONEXIST => 0,
+        rc => rc,
+    }
+}
+
+/// What `daos_obj_query_key` does to its recx when called, before any validation or RPC (DAOS's
+/// `dc_obj_query_key` zeroes it first, so even a rejected query leaves it zeroed).
+///
+/// # Safety
+/// `recx` as passed to `daos_obj_query_key` (may be null).
+pub unsafe fn reset_query_recx(recx: *mut daos_recx_t) {
+    if !recx.is_null() {
+        *recx = daos_recx_t::default();
+    }
+}
+
+/// A `GET_DKEY` query's dkey gets `iov_len` 0 once the arguments are valid, before the RPC, so
+/// that an object with no dkey leaves it empty.
+///
+/// # Safety
+/// As for `check_query`, which must have succeeded on the same arguments.
+pub unsafe fn reset_query_dkey(flags: u64, dkey: *mut daos_key_t) {
+    if flags & DAOS_GET_DKEY != 0 {
+        (*dkey).iov_len = 0;
+    }
+}
+
+/// The query itself; `-DER_NONEXIST` where the key, akey or extent is absent.
+unsafe fn find_query(
     o: &ObjH,
     flags: u64,
     dkey: *mut daos_key_t,

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Fold policies side by side: new-key writes and reads of KV layouts through NIXL, one request
+per key, for fold=true, fold=false and fold=auto at several rpc_target_bytes, on a real DAOS
+engine (--real: the pool in DAOS_POOL through the libdaos in NIXL_DAOS_LIBDAOS, as
+`daos-local.sh env` sets them) or on the embedded daos-sim (default).
+
+Each measurement writes to keys never written before (as KV offload does) and reads them back,
+verified in full. Policies are interleaved within a round, and every (round, layout, policy) gets
+a container of its own, destroyed after it (on a real pool, with the `daos` tool from
+DAOS_LOCAL_BIN or PATH), so the pool never fills. The best of the rounds counts (noise on a
+shared machine only ever slows a run down). Prints one table: GB/s per policy, and the ratio of
+each auto policy to the better of fold=true and fold=false.
+
+    .venv/bin/python bench/fold_policy.py [--real] [--rounds 3] [--layouts 1m40,1m10,64k,4k,8m]
+                                          [--targets 262144,1048576,4194304] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+MiB, KiB, GB = 1 << 20, 1 << 10, 1e9
+
+# name: (keys, layers per key, bytes per layer); the first four are the issue's layouts
+LAYOUTS = {
+    "1m40": (10, 40, MiB),
+    "1m10": (40, 10, MiB),
+    "64k": (200, 8, 64 * KiB),
+    "4k": (64, 64, 4 * KiB),
+    "8m": (40, 1, 8 * MiB),  # LMCache: one 8 MiB chunk per key
+}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--real", action="store_true", help="a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS) instead of daos-sim")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds over every layout and policy; the best counts")
+    ap.add_argument("--layouts", default="1m40,1m10,64k,4k,8m", help=f"comma list of {', '.join(LAYOUTS)}")
+    ap.add_argument("--targets", default="262144,1048576,4194304", help="rpc_target_bytes of the fold=auto policies")
+    ap.add_argument("--default-target", type=int, default=None, help="the target to rate (default: the plugin's default)")
+    ap.add_argument("--window", type=int, default=64, help="key-requests in flight")
+    ap.add_argument("--num-queues", type=int, default=0, help="plugin num_queues (0: its default)")
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    return ap.parse_args(argv)
+
+
+a = parse_args()
+if a.real:
+    # daoskit reads these at import: the real pool, no simulator
+    os.environ["NIXL_DAOS_TESTBED"] = "1"
+    os.environ.setdefault("DAOS_CONT", "unused")  # every measurement names its own container
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent otherwise
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
+
+import kv_bench  # noqa: E402
+from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
+
+
+def daos_tool() -> str | None:
+    for d in (os.environ.get("DAOS_LOCAL_BIN"),):
+        if d and os.access(os.path.join(d, "daos"), os.X_OK):
+            return os.path.join(d, "daos")
+    return shutil.which("daos")
+
+
+def policy_name(p: dict[str, str]) -> str:
+    if p["fold"] != "auto":
+        return {"true": "fold", "false": "nofold"}[p["fold"]]
+    t = int(p["rpc_target_bytes"])
+    return f"auto {t // MiB}M" if t >= MiB and t % MiB == 0 else f"auto {t // KiB}K"
+
+
+class Measure:
+    def __init__(self, bufs: Buffers, sim):
+        self.bufs, self.sim = bufs, sim
+        self.harness = Harness(a.window, 0.001, 600.0)
+        self.tool = daos_tool() if a.real else None
+        self.dev = 1 << 40
+
+    def drop_container(self, label: str) -> None:
+        if not a.real:
+            self.sim.control("reset_data")
+            return
+        if self.tool is None:
+            print(f"  warning: no `daos` tool to destroy container {label}; it stays in pool {os.environ['DAOS_POOL']}")
+            return
+        r = subprocess.run([self.tool, "cont", "destroy", "--force", os.environ["DAOS_POOL"], label], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"  warning: daos cont destroy {label}: {r.stdout.strip()} {r.stderr.strip()}")
+
+    def one(self, w: Workload, params: dict[str, str]) -> dict:
+        """New-key write then read of `w` on a fresh container; seconds of each and RPCs (sim)."""
+        from nixl_cu12._api import nixl_agent, nixl_agent_config
+
+        label = f"fold-{uuid.uuid4().hex[:12]}"
+        p = dict(params, container=label, create_container="true")
+        if a.num_queues:
+            p["num_queues"] = str(a.num_queues)
+        agent = nixl_agent(f"fp-{label}", nixl_agent_config(backends=[]))
+        try:
+            agent.create_backend(daoskit.BACKEND, p)
+            dram = agent.register_memory(
+                [(self.bufs.src.ctypes.data, w.nbytes, 0, ""), (self.bufs.dst.ctypes.data, w.nbytes, 0, "")], "DRAM",
+                backends=[daoskit.BACKEND])
+            # Untimed: the first I/O to a new container opens it on the engine and loads the
+            # object's layout in the client, which a long-running KV store has done long before.
+            warm = self.dev
+            self.dev += 1
+            wobj = agent.register_memory([(0, 4096, warm, "")], "OBJ", backends=[daoskit.BACKEND])
+            for op in ("WRITE", "READ"):
+                local = agent.get_xfer_descs([(self.bufs.src.ctypes.data if op == "WRITE" else self.bufs.dst.ctypes.data, 4096, 0)], "DRAM")
+                remote = agent.get_xfer_descs([(0, 4096, warm)], "OBJ")
+                self.harness.drive(agent, op, [(local, remote)])
+            agent.deregister_memory(wobj, backends=[daoskit.BACKEND])
+            devs = list(range(self.dev, self.dev + w.keys))
+            self.dev += w.keys
+            objs = agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[daoskit.BACKEND])
+            c = kv_bench.NixlContender("x", {})
+            c.agent, c.mem = agent, "OBJ"
+            out = {}
+            for op, buf in (("WRITE", self.bufs.src), ("READ", self.bufs.dst)):
+                reqs = c.requests(w, buf, devs)
+                handles = self.harness.make_handles(agent, op, reqs)
+                if op == "READ":
+                    self.bufs.poison(w)
+                before = self.sim.stats() if self.sim else None
+                dt, _ = self.harness.drive(agent, op, reqs, handles)
+                out[op] = dt
+                if before is not None:
+                    key = "update" if op == "WRITE" else "fetch"
+                    out[op + "_rpcs"] = self.sim.stats()[key] - before[key]
+                self.harness.release_handles(agent, handles)
+            bad = self.bufs.first_mismatch(w.nbytes)
+            if bad is not None:
+                raise RuntimeError(f"{w.name} {policy_name(params)}: read-back differs from the source at byte {bad}")
+            agent.deregister_memory(objs, backends=[daoskit.BACKEND])
+            agent.deregister_memory(dram, backends=[daoskit.BACKEND])
+        finally:
+            del agent  # the backend engine (and its container handle) goes with the agent
+            self.drop_container(label)
+        return out
+
+
+def plugin_default_target() -> int:
+    """rpc_target_bytes as the plugin lists it (get_plugin_params)."""
+    from nixl_cu12._api import nixl_agent, nixl_agent_config
+
+    probe = nixl_agent(f"fp-probe-{os.getpid()}", nixl_agent_config(backends=[]))
+    return int(probe.get_plugin_params(daoskit.BACKEND)["rpc_target_bytes"])
+
+
+def main() -> int:
+    daoskit.prepare_environment()
+    target = a.default_target or plugin_default_target()
+    targets = sorted({int(x) for x in a.targets.split(",") if x.strip()} | {target})
+    policies = [{"fold": "true"}, {"fold": "false"}] + [{"fold": "auto", "rpc_target_bytes": str(t)} for t in targets]
+    layouts = [Workload(n, *LAYOUTS[n]) for n in a.layouts.split(",") if n.strip()]
+    sim = None
+    if not a.real:
+        sim = daoskit.Sim()
+        kv_bench.calm(sim)
+        sim.control("reset_data")
+    where = f"real DAOS pool {os.environ.get('DAOS_POOL')} via {os.environ.get('NIXL_DAOS_LIBDAOS')}" if a.real else "daos-sim (no modeled cost)"
+    print(f"fold policies on {where}: new-key writes and reads, one NIXL request per key, window {a.window}, "
+          f"best of {a.rounds} rounds (policies interleaved, a fresh container each)")
+    bufs = Buffers(max(w.nbytes for w in layouts), max(1, len(os.sched_getaffinity(0))))
+    m = Measure(bufs, sim)
+    best: dict[tuple[str, str], dict] = {}
+    t0 = time.perf_counter()
+    for r in range(a.rounds):
+        for w in layouts:
+            for p in policies:
+                got = m.one(w, p)
+                k = (w.name, policy_name(p))
+                b = best.setdefault(k, {"WRITE": float("inf"), "READ": float("inf")})
+                for op in ("WRITE", "READ"):
+                    b[op] = min(b[op], got[op])
+                    if op + "_rpcs" in got:
+                        b[op + "_rpcs"] = got[op + "_rpcs"]
+            print(f"  round {r + 1}: {w.describe()} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    names = [policy_name(p) for p in policies]
+    dname = policy_name({"fold": "auto", "rpc_target_bytes": str(target)})
+    print(f"\nGB/s, new-key write / read (best of {a.rounds}); 'vs best' = {dname} (the default) / the better "
+          f"of fold and nofold; each auto column's ratio in the second table")
+    head = f"{'layout':<26}" + "".join(f"{n:>15}" for n in names) + f"{'vs best W/R':>14}"
+    print(head)
+    rows = []
+    for w in layouts:
+        g = {n: {op: w.nbytes / best[(w.name, n)][op] / GB for op in ("WRITE", "READ")} for n in names}
+        ref = {op: max(g["fold"][op], g["nofold"][op]) for op in ("WRITE", "READ")}
+        ratio = {n: {op: g[n][op] / ref[op] for op in ref} for n in names}
+        desc = f"{w.keys}x{w.layers}x{w.block // MiB}M" if w.block >= MiB else f"{w.keys}x{w.layers}x{w.block // KiB}K"
+        line = f"{desc:<26}" + "".join(f"{g[n]['WRITE']:>7.2f}/{g[n]['READ']:<7.2f}" for n in names)
+        line += f"{ratio[dname]['WRITE']:>7.2f}/{ratio[dname]['READ']:<6.2f}"
+        print(line)
+        rows.append({"layout": w.name, "keys": w.keys, "layers": w.layers, "block": w.block, "gbps": g, "ratio_to_best": ratio,
+                     "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names}})
+    print(f"\nratio to the better of fold/nofold, write / read")
+    print(f"{'layout':<26}" + "".join(f"{n:>15}" for n in names))
+    for row in rows:
+        w = row["layout"]
+        print(f"{w:<26}" + "".join(f"{row['ratio_to_best'][n]['WRITE']:>7.2f}/{row['ratio_to_best'][n]['READ']:<7.2f}" for n in names))
+    worst = min(min(r["ratio_to_best"][dname].values()) for r in rows)
+    wins = [r["layout"] for r in rows if min(r["ratio_to_best"][dname].values()) > 1.0]
+    print(f"\n{dname}: worst ratio {worst:.2f} (target >= 0.90: {'PASS' if worst >= 0.9 else 'MISS'}); "
+          f"beats both fixed policies on: {', '.join(wins) or 'none'}")
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "fold_policy.json").write_text(json.dumps({"where": where, "rounds": a.rounds, "default": dname, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""One table from bench/kv_bench.py's results: real DAOS, daos-sim and NIXL POSIX side by side,
+with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
+
+    .venv/bin/python bench/side_by_side.py SIM_RESULTS_DIR [REAL_RESULTS_DIR]
+
+Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
+smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
+prints, per source, the default policy's ratio to the better of fold and nofold.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+OPS = ("write", "overwrite", "read")
+POLICIES = ("default", "fold", "nofold")
+
+
+def load(d: Path) -> dict:
+    return json.loads((Path(d) / "results.json").read_text())
+
+
+def gbps(res: dict | None, contender: str, workload: str, op: str) -> float | None:
+    for r in (res or {}).get("rows", []):
+        if r["contender"] == contender and r["workload"] == workload and r["op"] == op and r["gbps"]:
+            return r["gbps"]
+    return None
+
+
+def best_posix(res: dict, workload: str, op: str) -> float | None:
+    xs = [r["gbps"] for r in res.get("rows", []) if r["contender"].startswith("posix") and r["workload"] == workload
+          and r["op"] == op and r["gbps"]]
+    return max(xs) if xs else None
+
+
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def sizes(res: dict | None) -> dict[str, str]:
+    out = {}
+    for w in (res or {}).get("workloads", []):
+        out[w["name"]] = f"{w['keys']}x{w['layers']}x{w['block'] // 1024}K"
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    sim = load(Path(argv[0]))
+    real = load(Path(argv[1])) if len(argv) > 1 else None
+    srcs = [("real", "real", real)] if real else []
+    srcs += [("sim", "daos", sim)]
+    workloads = [w["name"] for w in sim["workloads"]]
+    wreal, wsim = sizes(real), sizes(sim)
+    print("\nGB/s through NIXL, one request per key; write = new keys (the headline), overwrite = the same keys again")
+    if real:
+        print(f"real = a real DAOS 2.8 engine ({real['args'].get('scale')}x scale), sim = daos-sim with no modeled cost "
+              f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs ({sim['args'].get('scale')}x)")
+    else:
+        print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
+    cols = [f"{s} {p}" for s, _, res in srcs for p in POLICIES] + ["POSIX"]
+    print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + "   default / better of fold, nofold")
+    for w in workloads:
+        for op in OPS:
+            vals = [gbps(res, f"{prefix} {p}", w, op) for _, prefix, res in srcs for p in POLICIES]
+            vals.append(best_posix(sim, w, op))
+            rat = []
+            for label, prefix, res in srcs:
+                d, f, n = (gbps(res, f"{prefix} {p}", w, op) for p in POLICIES)
+                if d and (f or n):
+                    rat.append(f"{label} {d / max(f or 0, n or 0):.2f}")
+            if any(v is not None for v in vals):
+                print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
+    print("workload sizes (keys x descriptors x block): " + "; ".join(
+        f"{w}: " + (f"real {wreal.get(w, '-')}, " if real else "") + f"sim/POSIX {wsim.get(w, '-')}" for w in workloads))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

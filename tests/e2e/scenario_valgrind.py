@@ -1,0 +1,84 @@
+"""The scenarios of issue 8 in one short process, for valgrind (tests/e2e/test_valgrind.py):
+release in flight (READ and WRITE), a prepped OBJ list after deregistration, queryMem past its
+deadline then resume, a hung request then agent destruction, and exit with fetches in flight."""
+
+import gc
+import sys
+import time
+
+sys.path.insert(0, sys.argv[1])
+import daoskit  # noqa: E402
+import numpy as np  # noqa: E402
+from daoskit import addr, nixl_errors, pattern, unique_key  # noqa: E402
+
+daoskit.prepare_environment()
+sim = daoskit.Sim()
+size = 64 * 1024
+
+# Release in flight: waits for DAOS, then the buffer is the caller's again.
+d = daoskit.DaosAgent(params={"timeout_ms": 20000, "num_queues": 2})
+data = pattern(size, 1)
+dev = d.put(unique_key("vg"), data)
+sim.control("latency 100000")
+buf = np.zeros(size, np.uint8)
+d.reg_dram(buf)
+h, _ = d.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])
+d.release(h)
+assert bytes(buf) == bytes(data), "release returned before the fetch completed"
+h, _ = d.post("WRITE", [(addr(buf), size, 0)], [(0, size, dev)])
+d.release(h)
+sim.control("latency 0")
+
+# A prepped OBJ list outliving its registration fails cleanly.
+gone = d.reg_obj(unique_key("gone"), size)
+lh, rh = d.prep_dram([(addr(buf), size, 0)]), d.prep_obj([(0, size, gone)])
+d.dereg_obj(gone)
+try:
+    d.prepped("WRITE", lh, [0], rh, [0], timeout=20)
+    raise SystemExit("a prepped list of a deregistered key was accepted")
+except nixl_errors():
+    pass
+d.close()
+del d, h, lh, rh
+gc.collect()
+
+# queryMem past its deadline, then resume: the engine reaps the abandoned queries.
+q = daoskit.DaosAgent(params={"timeout_ms": 300})
+sim.control("hang")
+try:
+    q.query([unique_key("q") for _ in range(64)])
+except nixl_errors():
+    pass
+sim.control("resume")
+time.sleep(1.0)
+
+# A hung request, then the agent goes (release refuses past the deadline, destroy is bounded).
+dev = q.put(unique_key("hung"), data)
+hb = np.zeros(size, np.uint8)
+q.reg_dram(hb)
+sim.control("hang")
+h, state = q.post("READ", [(addr(hb), size, 0)], [(0, size, dev)])
+try:
+    q.wait(h, state, timeout=30)
+except nixl_errors():
+    pass
+try:
+    q.release(h)
+except nixl_errors():
+    pass
+q.agent = None
+del q, h
+gc.collect()
+sim.control("resume")
+
+# Exit with fetches in flight: Python frees buffers and handles in its own order.
+e = daoskit.DaosAgent(params={"timeout_ms": 20000})
+dev = e.put(unique_key("exit"), data)
+sim.control("latency 300000")
+bufs, handles = [], []
+for _ in range(4):
+    b = np.zeros(size, np.uint8)
+    e.reg_dram(b)
+    bufs.append(b)
+    handles.append(e.post("READ", [(addr(b), size, 0)], [(0, size, dev)])[0])
+print("scenario done", flush=True)

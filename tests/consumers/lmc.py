@@ -217,6 +217,7 @@ def check(engine, setup: Setup, seeds, n: int) -> dict:
       chunk after a missing one is checked too: present_chunks, whole_chunks, torn_chunks (present
       and read, but not the bytes stored: must never happen)."""
     r = dict.fromkeys(("total_chunks", "hit_chunks", "equal_chunks", "present_chunks", "whole_chunks", "torn_chunks"), 0)
+    r["unreadable"] = []  # (seed, chunk, size queryMem reported) of chunks present but not readable
     backend = nixl_backend(engine)
     for seed in seeds:
         toks = tokens_for(seed, n)
@@ -232,6 +233,10 @@ def check(engine, setup: Setup, seeds, n: int) -> dict:
             r["present_chunks"] += 1
             obj = backend.get_blocking(key)
             if obj is None:  # reported present, then unreadable: not a hit, so not torn either
+                size = backend.agent.nixl_agent.query_memory(
+                    [(0, 0, 0, backend._format_object_key(key))], backend.agent.backend, mem_type="OBJ"
+                )[0]
+                r["unreadable"].append((seed, start // setup.chunk, size))
                 continue
             try:
                 if torch.equal(obj.tensor, want[:, :, start:end, :]):

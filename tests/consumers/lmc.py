@@ -67,6 +67,7 @@ class Setup:
     cpu_gb: float = 0.25
     params: dict = field(default_factory=dict)  # extra nixl_backend_params
     model: str = "nixl-daos-test"
+    backend: str = "OBJ"  # "DAOS" needs an LMCache with upstream/lmcache's patch
 
     @property
     def hidden(self) -> int:
@@ -78,7 +79,8 @@ class Setup:
 
 
 def build(setup: Setup, instance_id: str | None = None):
-    """An LMCacheEngine on NIXL storage, backend OBJ (our plugin under that name), CPU buffers."""
+    """An LMCacheEngine on NIXL storage, backend OBJ (our plugin under that name) unless
+    setup.backend says otherwise, CPU buffers."""
     params = {"bucket": setup.bucket, "endpoint_override": "http://unused:9000", "region": "none"}
     params.update(setup.params)
     config = LMCacheEngineConfig.from_defaults(
@@ -89,7 +91,7 @@ def build(setup: Setup, instance_id: str | None = None):
         nixl_buffer_device="cpu",
         extra_config={
             "enable_nixl_storage": True,
-            "nixl_backend": "OBJ",
+            "nixl_backend": setup.backend,
             "nixl_pool_size": setup.pool_size,
             "nixl_backend_params": params,
             "nixl_async_put": setup.async_put,

@@ -3,7 +3,9 @@
 # PyPI, sha256-pinned, cached in .cache/upstream), one patch at a time on a fresh copy and then
 # all in order. With a consumers venv (ci/consumers.sh; NIXL_DAOS_CONSUMERS_VENV or its default)
 # it also runs the tests each patch adds, against the released package with the patch applied to
-# its Python files, and checks that the same tests fail without the patch.
+# its Python files, and checks that the same tests fail without the patch; and, when the plugin
+# is built (target/release), that the patched LMCache stores and finds KV chunks through it
+# with `nixl_backend: DAOS` on daos-sim.
 #
 #   bash upstream/lmcache/check.sh
 set -euo pipefail
@@ -78,3 +80,34 @@ if run_tests "$WORK/plain" 60 >"$WORK/plain.log" 2>&1; then
 	die "the patches' tests also pass on the unpatched lmcache $VERSION: they test nothing"
 fi
 say "unpatched (expected to fail): $(grep -E '(passed|failed)' "$WORK/plain.log" | tail -n 1)"
+
+# The patched LMCache, backend name DAOS, through our plugin (as libplugin_DAOS.so) on daos-sim.
+PLUGIN="$ROOT/target/release/libplugin_DAOS.so" SIM="$ROOT/target/release/libdaos_sim.so"
+if [ ! -f "$PLUGIN" ] || [ ! -f "$SIM" ]; then
+	say "SKIP the end-to-end check: build the plugin first (cargo build --release --workspace)"
+	exit 0
+fi
+mkdir -p "$WORK/plugins"
+ln -s "$PLUGIN" "$WORK/plugins/libplugin_DAOS.so"
+cat >"$WORK/e2e.py" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import lmc
+a = lmc.Setup(bucket="lmcache-daos-check", backend="DAOS")
+ia, ea = lmc.build(a)
+toks = lmc.tokens_for(5, 3 * a.chunk)
+lmc.store(ea, a, toks)
+b = lmc.Setup(bucket="lmcache-daos-check", backend="DAOS")
+ib, eb = lmc.build(b)  # a second engine: everything it finds comes from DAOS
+mask, out = lmc.retrieve(eb, b, toks)
+ok = eb.lookup(toks) == toks.numel() and bool(mask.all()) and torch.equal(out, lmc.kv_for(b, toks))
+lmc.destroy(ib)
+lmc.destroy(ia)
+print("ok" if ok else "MISMATCH")
+EOF
+out=$(cd "$WORK" && PYTHONPATH="$WORK/patched" NIXL_PLUGIN_DIR="$WORK/plugins" NIXL_DAOS_LIBDAOS="$SIM" DAOS_POOL=sim \
+	LMCACHE_LOG_LEVEL=WARNING PYTHONHASHSEED=0 timeout --signal=KILL 300 "$CPY" e2e.py "$ROOT/tests/consumers" 2>"$WORK/e2e.log") ||
+	{ tail -30 "$WORK/e2e.log"; die "the patched LMCache with nixl_backend DAOS failed on daos-sim"; }
+[ "$(echo "$out" | grep -x -e ok -e MISMATCH | tail -n 1)" = ok ] || { tail -30 "$WORK/e2e.log"; die "the patched LMCache with nixl_backend DAOS: $out"; }
+say "patched LMCache, nixl_backend DAOS, through our plugin on daos-sim: stored, found by a second engine, bytes equal"

@@ -3,6 +3,9 @@
 # workspace, then the end-to-end tests through the real NIXL 1.5.1 agent twice: against daos-sim,
 # and against a real single-node DAOS 2.8 engine when one can be had (../shared/daos/daos-local.sh
 # beside the repo, run as root; otherwise that pass is skipped with one line saying why).
+# LMCache's own engine drives the plugin too (tests/consumers, in the consumers venv that
+# ci/consumers.sh sets up once per machine; skipped with one line when it cannot be had): on
+# daos-sim, and across processes in the real pass.
 # Exits non-zero on any failure. Extra arguments go to pytest (e.g. ci/test.sh -k fold).
 #
 # The real pass holds /tmp/daos-real.lock from the engine's start to its stop (one engine per
@@ -56,6 +59,34 @@ say "pytest tests/e2e against daos-sim"
 sim_rc=0
 pytest_pass "daos-sim" "$@" || sim_rc=$?
 
+# The consumers venv: cached outside the clone (6.7 GB, about 8 minutes the first time on a
+# 2-core VM, nothing afterwards). When it cannot be had, ci/consumers.sh says why in one line
+# (exit 3) and the consumers tests are skipped.
+say "consumers venv (ci/consumers.sh)"
+CPY="" crc=0
+CPY=$(bash ci/consumers.sh | tail -n 1) || crc=$?
+[ "$crc" = 0 ] || CPY=""
+case $crc in
+0) ;;
+3) say "consumers tests SKIPPED: no consumers venv (see the line above)" ;;
+*) die "ci/consumers.sh failed (exit $crc)" ;;
+esac
+consumers_pass() { # $1: what; runs tests/consumers (NIXL_DAOS_REAL=1 in the env: the real-engine ones)
+	local rc=0
+	timeout --signal=KILL 600 "$CPY" -m pytest tests/consumers -v -ra --durations=5 -p no:cacheprovider || rc=$?
+	case $rc in
+	0) say "$1: all tests passed" ;;
+	137) say "ERROR: $1: pytest was killed after 600 s (a hang)" ;;
+	*) say "ERROR: $1: pytest failed (exit $rc)" ;;
+	esac
+	return $rc
+}
+cons_rc=0
+if [ -n "$CPY" ]; then
+	say "pytest tests/consumers against daos-sim (LMCache's engine through the plugin)"
+	consumers_pass "consumers, daos-sim" || cons_rc=$?
+fi
+
 REAL_DAOS=$(cd "$ROOT/.." && pwd)/shared/daos/daos-local.sh
 LOCK=/tmp/daos-real.lock
 
@@ -77,8 +108,14 @@ real_pass() (
 	# NIXL_DAOS_LOCAL_STOPS: no restart after the last of them, the trap stops the engine anyway.
 	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-ci NIXL_DAOS_LOCAL=$REAL_DAOS NIXL_DAOS_LOCAL_STOPS=1 \
 		NIXL_DAOS_TEST_TARGETS=$DAOS_LOCAL_TARGETS
+	# Before the e2e pass: its last fault test leaves the engine stopped.
+	local crc=0
+	if [ -n "$CPY" ]; then
+		say "pytest tests/consumers against real DAOS (LMCache across processes)"
+		NIXL_DAOS_REAL=1 consumers_pass "consumers, real DAOS" || crc=$?
+	fi
 	say "pytest tests/e2e against real DAOS (pool $DAOS_POOL, container $DAOS_CONT)"
-	pytest_pass "real DAOS" "$@"
+	pytest_pass "real DAOS" "$@" && exit "$crc"
 )
 
 real_rc=0
@@ -91,5 +128,6 @@ else
 fi
 
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
-[ "$real_rc" = 0 ] || die "end-to-end tests against real DAOS failed"
+[ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
+[ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
 say "all tests passed"

@@ -52,7 +52,7 @@ os.environ["NIXL_PLUGIN_DIR"] = OBJ_PLUGIN_DIR
 if REAL:
     missing = [v for v in ("DAOS_POOL", "NIXL_DAOS_LIBDAOS") if not os.environ.get(v)]
     if missing:
-        pytest.exit(f"NIXL_DAOS_REAL=1 needs {' and '.join(missing)} (eval \"$(daos-local.sh env)\")", returncode=2)
+        pytest.exit(f'NIXL_DAOS_REAL=1 needs {" and ".join(missing)} (eval "$(daos-local.sh env)")', returncode=2)
 else:
     os.environ["NIXL_DAOS_LIBDAOS"] = str(SIM_SO)
     # S3 consumers pass only `bucket`: the pool comes from DAOS_POOL, as in production.

@@ -170,9 +170,12 @@ def nixl_backend(engine):
 
 def _main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("role", choices=["store", "check", "store-forever"],
-                    help="store seeds 0..seqs-1 and exit; check what a seed range retrieves (JSON);"
-                    " store-forever: seeds 1000, 1001, ... until killed")
+    ap.add_argument(
+        "role",
+        choices=["store", "check", "store-forever"],
+        help="store seeds 0..seqs-1 and exit; check what a seed range retrieves (JSON);"
+        " store-forever: seeds 1000, 1001, ... until killed",
+    )
     ap.add_argument("--bucket", required=True)
     ap.add_argument("--seqs", type=int, default=4)
     ap.add_argument("--first-seed", type=int, default=0, help="check: seeds first-seed .. first-seed+seqs-1")
@@ -218,7 +221,9 @@ def check(engine, setup: Setup, seeds, n: int) -> dict:
     - chunk by chunk at the storage backend (its own lookup, then a read of that key alone), so a
       chunk after a missing one is checked too: present_chunks, whole_chunks, torn_chunks (present
       and read, but not the bytes stored: must never happen)."""
-    r = dict.fromkeys(("total_chunks", "hit_chunks", "equal_chunks", "present_chunks", "whole_chunks", "torn_chunks"), 0)
+    r = dict.fromkeys(
+        ("total_chunks", "hit_chunks", "equal_chunks", "present_chunks", "whole_chunks", "torn_chunks"), 0
+    )
     r["unreadable"] = []  # (seed, chunk, size queryMem reported) of chunks present but not readable
     backend = nixl_backend(engine)
     for seed in seeds:

@@ -92,9 +92,7 @@ def test_a_writer_killed_mid_store_leaves_chunks_whole_or_missing():
     # or missing chunk by chunk, never torn bytes reported as a hit.
     first = announced[0]
     n = len(announced) + 2
-    found = run_role(
-        "check", "--bucket", name, "--seqs", str(n), "--first-seed", str(first), "--chunks", "8", *BIG
-    )
+    found = run_role("check", "--bucket", name, "--seqs", str(n), "--first-seed", str(first), "--chunks", "8", *BIG)
     interrupted = found["present_chunks"] - 8 * len(announced)
     print(
         f"writer killed {len(announced)} sequences in (stores took {', '.join(f'{t:.2f}' for t in store_s)} s);"

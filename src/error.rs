@@ -84,11 +84,15 @@ pub fn der_hint(rc: i32) -> &'static str {
     match -rc {
         // Every call after daos_agent stopped: the agent's departure makes the servers evict
         // the pool handles of the processes it served.
-        1002 => ". DAOS no longer knows this process's pool or container handle: it evicts them when \
+        1002 => {
+            ". DAOS no longer knows this process's pool or container handle: it evicts them when \
                  daos_agent stops or restarts, or when an administrator evicts the pool. This backend \
-                 cannot recover: once daos_agent runs again, create the backend anew",
-        1007 => ". The pool is out of space (overwrites keep older versions until DAOS aggregates them): \
-                 free space (destroy unused containers) or grow the pool (`dmg pool extend`/`expand`)",
+                 cannot recover: once daos_agent runs again, create the backend anew"
+        }
+        1007 => {
+            ". The pool is out of space (overwrites keep older versions until DAOS aggregates them): \
+                 free space (destroy unused containers) or grow the pool (`dmg pool extend`/`expand`)"
+        }
         _ => "",
     }
 }
@@ -158,7 +162,12 @@ mod tests {
     #[test]
     fn evicted_handles_and_a_full_pool_say_what_to_do() {
         let evicted = Error::Daos { call: "daos_obj_fetch", rc: -1002, name: "DER_NO_HDL".into() }.to_string();
-        assert!(evicted.contains("DER_NO_HDL") && evicted.contains("daos_agent") && evicted.contains("create the backend anew"), "{evicted}");
+        assert!(
+            evicted.contains("DER_NO_HDL")
+                && evicted.contains("daos_agent")
+                && evicted.contains("create the backend anew"),
+            "{evicted}"
+        );
         let full = Error::Daos { call: "daos_obj_update", rc: -1007, name: "DER_NOSPACE".into() }.to_string();
         assert!(full.contains("out of space") && full.contains("dmg pool extend"), "{full}");
         let plain = Error::Daos { call: "daos_obj_fetch", rc: -1005, name: "DER_NONEXIST".into() }.to_string();

@@ -6,9 +6,9 @@
 //! handed out by this module and not yet freed; arrays hold the count given.
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, CStr, CString};
 #[cfg(nd_shim)]
 use std::ffi::c_void;
+use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 

@@ -258,7 +258,14 @@ impl Shared {
 /// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
 /// Queries still inside DAOS when it gives up (at `deadline`, or on an error of DAOS's event
 /// calls) go to `lanes`, which free them once DAOS completes them.
-pub fn query_sizes(lib: &'static Library, obj: &Object, lanes: &Lanes, keys: &[ObjectKey], window: usize, deadline: Instant) -> Result<Vec<Option<u64>>, Error> {
+pub fn query_sizes(
+    lib: &'static Library,
+    obj: &Object,
+    lanes: &Lanes,
+    keys: &[ObjectKey],
+    window: usize,
+    deadline: Instant,
+) -> Result<Vec<Option<u64>>, Error> {
     let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
     let result = drive_queries(lib, obj, keys, window, deadline, &mut inflight);
     if !inflight.is_empty() {
@@ -545,7 +552,13 @@ pub struct Lanes {
 }
 
 impl Lanes {
-    pub fn start(lib: &'static Library, obj: Arc<Object>, n: usize, max_inflight: usize, grace: Duration) -> Result<Lanes, Error> {
+    pub fn start(
+        lib: &'static Library,
+        obj: Arc<Object>,
+        n: usize,
+        max_inflight: usize,
+        grace: Duration,
+    ) -> Result<Lanes, Error> {
         let shared = Arc::new(Shared {
             lib,
             max_inflight: max_inflight.max(1),
@@ -556,7 +569,8 @@ impl Lanes {
             orphans: Orphans::default(),
         });
         // Built up in place: if a later lane fails to start, dropping `lanes` stops the earlier ones.
-        let mut lanes = Lanes { shared: shared.clone(), lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
+        let mut lanes =
+            Lanes { shared: shared.clone(), lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
         for i in 0..n {
             let lane = Arc::new(Lane {
                 shared: shared.clone(),

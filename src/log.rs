@@ -41,12 +41,9 @@ pub fn init() {
         let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false);
         let _ = match SINK.get() {
             // The host's logger stamps time and level itself.
-            Some(&sink) => builder
-                .without_time()
-                .with_level(false)
-                .with_ansi(false)
-                .with_writer(SinkWriter(sink))
-                .try_init(),
+            Some(&sink) => {
+                builder.without_time().with_level(false).with_ansi(false).with_writer(SinkWriter(sink)).try_init()
+            }
             None => builder.with_writer(io::stderr).try_init(),
         };
     });

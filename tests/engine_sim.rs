@@ -75,8 +75,12 @@ fn reg(e: &Engine, key: &str) -> Box<Registration> {
 
 /// (buffer, object offset) pairs of one request on `r`.
 fn prep(e: &Engine, op: XferOp, parts: &[(&[u8], u64, &Registration)]) -> Box<Request> {
-    let local: Vec<Desc> = parts.iter().map(|(b, _, _)| Desc { addr: b.as_ptr() as u64, len: b.len() as u64, dev_id: 0, reg: None }).collect();
-    let remote: Vec<Desc> = parts.iter().map(|(b, off, r)| Desc { addr: *off, len: b.len() as u64, dev_id: 0, reg: Some(*r) }).collect();
+    let local: Vec<Desc> = parts
+        .iter()
+        .map(|(b, _, _)| Desc { addr: b.as_ptr() as u64, len: b.len() as u64, dev_id: 0, reg: None })
+        .collect();
+    let remote: Vec<Desc> =
+        parts.iter().map(|(b, off, r)| Desc { addr: *off, len: b.len() as u64, dev_id: 0, reg: Some(*r) }).collect();
     e.prep(op, MemType::Dram, &local, MemType::Obj, &remote).unwrap()
 }
 
@@ -109,13 +113,15 @@ fn write_then_read_many_layers_per_key() {
     let regs: Vec<_> = (0..3).map(|i| reg(&e, &format!("blk{i}"))).collect();
     let layer = 64 * 1024;
     let src: Vec<Vec<u8>> = (0..3 * 8).map(|i| pattern(layer, i as u8)).collect();
-    let parts: Vec<_> = src.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
+    let parts: Vec<_> =
+        src.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
     let w = prep(&e, XferOp::Write, &parts);
     assert_eq!(w.fold_count(), 3, "one fold per key");
     run(&e, &w, Duration::from_secs(10)).unwrap();
 
     let dst: Vec<Vec<u8>> = (0..3 * 8).map(|_| vec![0u8; layer]).collect();
-    let parts: Vec<_> = dst.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
+    let parts: Vec<_> =
+        dst.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 8 * layer) as u64, &*regs[i / 8])).collect();
     let r = prep(&e, XferOp::Read, &parts);
     run(&e, &r, Duration::from_secs(10)).unwrap();
     assert_eq!(src, dst);
@@ -131,11 +137,14 @@ fn write_then_read_many_layers_per_key() {
 fn folding_costs_one_rpc_per_key() {
     let _x = exclusive();
     // fold=auto with a 64 KiB target: 40 x 4 KiB per key goes out as 64 + 64 + 32 KiB.
-    for (fold, target, want) in [("true", "1048576", 2), ("false", "1048576", 2 * 40), ("auto", "65536", 2 * 3), ("auto", "1048576", 2)] {
+    for (fold, target, want) in
+        [("true", "1048576", 2), ("false", "1048576", 2 * 40), ("auto", "65536", 2 * 3), ("auto", "1048576", 2)]
+    {
         let e = engine("eng-fold", &[("fold", fold), ("rpc_target_bytes", target)]);
         let regs = [reg(&e, &format!("f{fold}a")), reg(&e, &format!("f{fold}b"))];
         let bufs: Vec<Vec<u8>> = (0..80).map(|i| pattern(4096, i as u8)).collect();
-        let parts: Vec<_> = bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
+        let parts: Vec<_> =
+            bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
         control("reset_stats");
         let w = prep(&e, XferOp::Write, &parts);
         run(&e, &w, Duration::from_secs(10)).unwrap();
@@ -294,12 +303,19 @@ fn bad_requests_are_refused_at_prep() {
 fn unknown_pool_and_missing_library_fail_with_reasons() {
     let _x = exclusive();
     let params = |pool: &str, lib: &str| {
-        vec![("pool".to_string(), pool.to_string()), ("container".to_string(), "kv".to_string()), ("daos_lib".to_string(), lib.to_string())]
+        vec![
+            ("pool".to_string(), pool.to_string()),
+            ("container".to_string(), "kv".to_string()),
+            ("daos_lib".to_string(), lib.to_string()),
+        ]
     };
     let err = Engine::create(Config::from_params(&params("no-such-pool", &sim_path())).unwrap()).err().unwrap();
     assert!(err.to_string().contains("no-such-pool") && err.to_string().contains("DER_NONEXIST"), "{err}");
     let err = Engine::create(Config::from_params(&params("sim", "/nonexistent/libdaos.so")).unwrap()).err().unwrap();
-    assert!(err.to_string().contains("/nonexistent/libdaos.so") && err.to_string().contains("NIXL_DAOS_LIBDAOS"), "{err}");
+    assert!(
+        err.to_string().contains("/nonexistent/libdaos.so") && err.to_string().contains("NIXL_DAOS_LIBDAOS"),
+        "{err}"
+    );
 }
 
 /// Polls `req` until it is no longer in progress, returning the outcome and how many DAOS

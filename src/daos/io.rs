@@ -5,9 +5,9 @@
 
 use std::ptr::addr_of_mut;
 
+use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 use super::{iov, sys, Library, Object};
 use crate::key::ObjectKey;
-use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 
 /// The akey under which a key's bytes live (a byte array: one record per byte).
 pub const DATA_AKEY: &[u8] = b"data";

@@ -37,10 +37,8 @@ impl Library {
         log_route::route();
         // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
         // the library the user named for exactly this purpose.
-        let api = unsafe { sys::DaosApi::new(path) }.map_err(|e| Error::Load {
-            path: path.to_string(),
-            reason: e.to_string(),
-        })?;
+        let api = unsafe { sys::DaosApi::new(path) }
+            .map_err(|e| Error::Load { path: path.to_string(), reason: e.to_string() })?;
         let lib: &'static Library = Box::leak(Box::new(Library { api, path: path.to_string() }));
         map.insert(path.to_string(), lib);
         Ok(lib)
@@ -209,7 +207,14 @@ impl Pool {
                 let mut poh = daos_handle_t::default();
                 // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
                 let rc = unsafe {
-                    lib.api.daos_pool_connect2(l.as_ptr(), s.as_ptr(), sys::DAOS_PC_RW, &mut poh, std::ptr::null_mut(), std::ptr::null_mut())
+                    lib.api.daos_pool_connect2(
+                        l.as_ptr(),
+                        s.as_ptr(),
+                        sys::DAOS_PC_RW,
+                        &mut poh,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
                 };
                 let result = lib.check("daos_pool_connect", rc).map(|_| Pool { lib, poh, label });
                 // Nobody waits any more: a late pool is dropped (disconnected) here.
@@ -244,22 +249,43 @@ pub struct Container {
 
 impl Container {
     /// Opens `label`; when it does not exist and `create` is set, creates it first.
-    pub fn open(lib: &'static Library, pool: &Pool, label: &str, create: bool, bound: Bound) -> Result<Container, Error> {
+    pub fn open(
+        lib: &'static Library,
+        pool: &Pool,
+        label: &str,
+        create: bool,
+        bound: Bound,
+    ) -> Result<Container, Error> {
         let poh = pool.poh;
         let open = || {
-            bounded(lib, "daos_cont_open", bound, (cstring("container", label)?, daos_handle_t::default()), |(l, coh), ev| {
-                // SAFETY: valid pool handle; label and out handle live in bounded's state.
-                unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), sys::DAOS_COO_RW, coh, std::ptr::null_mut(), ev) }
-            })
+            bounded(
+                lib,
+                "daos_cont_open",
+                bound,
+                (cstring("container", label)?, daos_handle_t::default()),
+                |(l, coh), ev| {
+                    // SAFETY: valid pool handle; label and out handle live in bounded's state.
+                    unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), sys::DAOS_COO_RW, coh, std::ptr::null_mut(), ev) }
+                },
+            )
         };
         let coh = match open() {
             Err(e) if create && e.der() == Some(-sys::DER_NONEXIST) => {
                 tracing::info!(container = label, pool = %pool.label, "creating container");
-                let created = bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
-                    // SAFETY: valid handle; the label lives in bounded's state; NULL props and
-                    // uuid out are allowed.
-                    unsafe { lib.api.daos_cont_create_with_label(poh, l.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), ev) }
-                });
+                let created =
+                    bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
+                        // SAFETY: valid handle; the label lives in bounded's state; NULL props and
+                        // uuid out are allowed.
+                        unsafe {
+                            lib.api.daos_cont_create_with_label(
+                                poh,
+                                l.as_ptr(),
+                                std::ptr::null_mut(),
+                                std::ptr::null_mut(),
+                                ev,
+                            )
+                        }
+                    });
                 // Another agent may have created it at the same moment: EXIST is fine.
                 match created {
                     Err(e) if e.der() != Some(-sys::DER_EXIST) => return Err(e),
@@ -290,11 +316,17 @@ impl Container {
         };
         let mut value = vec![0u8; size];
         let bufs = [value.as_mut_ptr().cast::<std::ffi::c_void>()];
-        let (_, _, value, _, size) = bounded(lib, "daos_cont_get_attr", self.bound, (n, names, value, bufs, size), |(_, names, _, bufs, size), ev| {
-            // SAFETY: one buffer of `size` bytes (the Vec's heap block, which moving the Vec
-            // does not move); all in bounded's state.
-            unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), bufs.as_ptr(), size, ev) }
-        })?;
+        let (_, _, value, _, size) = bounded(
+            lib,
+            "daos_cont_get_attr",
+            self.bound,
+            (n, names, value, bufs, size),
+            |(_, names, _, bufs, size), ev| {
+                // SAFETY: one buffer of `size` bytes (the Vec's heap block, which moving the Vec
+                // does not move); all in bounded's state.
+                unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), bufs.as_ptr(), size, ev) }
+            },
+        )?;
         let mut value = value;
         value.truncate(size);
         Ok(Some(value))
@@ -307,11 +339,17 @@ impl Container {
         let value = value.to_vec();
         let values = [value.as_ptr().cast::<std::ffi::c_void>()];
         let sizes = [value.len()];
-        bounded(lib, "daos_cont_set_attr", self.bound, (n, names, value, values, sizes), |(_, names, _, values, sizes), ev| {
-            // SAFETY: one name, value and size, all owned by bounded's state (heap blocks do
-            // not move with it).
-            unsafe { lib.api.daos_cont_set_attr(coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), ev) }
-        })
+        bounded(
+            lib,
+            "daos_cont_set_attr",
+            self.bound,
+            (n, names, value, values, sizes),
+            |(_, names, _, values, sizes), ev| {
+                // SAFETY: one name, value and size, all owned by bounded's state (heap blocks do
+                // not move with it).
+                unsafe { lib.api.daos_cont_set_attr(coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), ev) }
+            },
+        )
         .map(|_| ())
     }
 }
@@ -394,7 +432,10 @@ impl ObjectId {
 
     pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {
         let b: &[u8; 16] = b.try_into().ok()?;
-        Some(ObjectId { lo: u64::from_le_bytes(b[..8].try_into().unwrap()), hi: u64::from_le_bytes(b[8..].try_into().unwrap()) })
+        Some(ObjectId {
+            lo: u64::from_le_bytes(b[..8].try_into().unwrap()),
+            hi: u64::from_le_bytes(b[8..].try_into().unwrap()),
+        })
     }
 }
 

@@ -199,11 +199,7 @@ pub unsafe extern "C" fn daos_cont_open2(
             tracing::debug!(cont = %name, "cont_open: no such container");
             return -DER_NONEXIST;
         };
-        let h = handles::insert(Hdl::Cont(Arc::new(ContH {
-            poh: p,
-            cont: c,
-            writable,
-        })));
+        let h = handles::insert(Hdl::Cont(Arc::new(ContH { poh: p, cont: c, writable })));
         unsafe {
             *coh = h;
             if !info.is_null() {
@@ -453,10 +449,7 @@ pub unsafe extern "C" fn daos_obj_generate_oid2(
     }
     let redun = class.id >> 24;
     let o = &mut *oid;
-    o.hi = (o.hi & 0xFFFF_FFFF)
-        | ((otype as u64) << 56)
-        | ((redun as u64) << 48)
-        | ((grp_nr as u64) << 32);
+    o.hi = (o.hi & 0xFFFF_FFFF) | ((otype as u64) << 56) | ((redun as u64) << 48) | ((grp_nr as u64) << 32);
     0
 }
 
@@ -469,7 +462,12 @@ fn shards_max(otype: u32, hints: daos_oclass_hints_t) -> Option<bool> {
     match hints & DAOS_OCH_SHD_MASK {
         0 | DAOS_OCH_SHD_DEF => Some(matches!(
             otype,
-            DAOS_OT_ARRAY | DAOS_OT_ARRAY_ATTR | DAOS_OT_ARRAY_BYTE | DAOS_OT_KV_HASHED | DAOS_OT_KV_UINT64 | DAOS_OT_KV_LEXICAL
+            DAOS_OT_ARRAY
+                | DAOS_OT_ARRAY_ATTR
+                | DAOS_OT_ARRAY_BYTE
+                | DAOS_OT_KV_HASHED
+                | DAOS_OT_KV_UINT64
+                | DAOS_OT_KV_LEXICAL
         )),
         DAOS_OCH_SHD_TINY => Some(false),
         DAOS_OCH_SHD_REG | DAOS_OCH_SHD_HI | DAOS_OCH_SHD_EXT | DAOS_OCH_SHD_MAX => Some(true),
@@ -634,11 +632,8 @@ unsafe fn obj_rw(
         "object RPC"
     );
     let a = RwArgs { o, flags, dkey, nr, iods, sgls };
-    let work: Work = if update {
-        Box::new(move || unsafe { a.update() })
-    } else {
-        Box::new(move || unsafe { a.fetch() })
-    };
+    let work: Work =
+        if update { Box::new(move || unsafe { a.update() }) } else { Box::new(move || unsafe { a.fetch() }) };
     submit(ev, obj_task(checked.bytes, work))
 }
 

@@ -190,10 +190,11 @@ mod tests {
     /// (length, whether to try every alignment): small and odd lengths, and lengths around the
     /// threshold and the 1 MiB chunk size.
     fn lengths() -> Vec<(usize, bool)> {
-        let mut v: Vec<(usize, bool)> = [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4095, 4096]
-            .iter()
-            .map(|&l| (l, true))
-            .collect();
+        let mut v: Vec<(usize, bool)> =
+            [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4095, 4096]
+                .iter()
+                .map(|&l| (l, true))
+                .collect();
         for d in [0usize, 1, 3, 31, 32, 33, 127, 128, 129] {
             v.push((NT_THRESHOLD - 1 - d, d < 4));
             v.push((NT_THRESHOLD + d, d < 4 || d == 129));

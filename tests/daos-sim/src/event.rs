@@ -154,12 +154,7 @@ pub unsafe fn launch(ev: *mut daos_event_t, mut task: Task) -> c_int {
         return -DER_INVAL;
     }
     if state(ev)
-        .compare_exchange(
-            DAOS_EVS_READY as u64,
-            DAOS_EVS_RUNNING as u64,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        )
+        .compare_exchange(DAOS_EVS_READY as u64, DAOS_EVS_RUNNING as u64, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
         // As in DAOS: the launch fails inside the task, the API still returns 0 and the
@@ -242,7 +237,12 @@ fn deadline_of(timeout_us: i64) -> Option<Instant> {
     (timeout_us > 0).then(|| Instant::now() + Duration::from_micros(timeout_us as u64))
 }
 
-fn wait_until(eq: &Eq, st: &mut parking_lot::MutexGuard<'_, EqState>, deadline: Option<Instant>, earliest: Option<Instant>) {
+fn wait_until(
+    eq: &Eq,
+    st: &mut parking_lot::MutexGuard<'_, EqState>,
+    deadline: Option<Instant>,
+    earliest: Option<Instant>,
+) {
     let t = match (deadline, earliest) {
         (Some(d), Some(e)) => Some(d.min(e)),
         (d, e) => d.or(e),

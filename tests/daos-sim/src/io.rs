@@ -216,11 +216,7 @@ pub unsafe fn check_io(
     let bad_flags = if update {
         DAOS_COND_PUNCH | DAOS_COND_DKEY_FETCH | DAOS_COND_AKEY_FETCH
     } else {
-        DAOS_COND_PUNCH
-            | DAOS_COND_DKEY_INSERT
-            | DAOS_COND_DKEY_UPDATE
-            | DAOS_COND_AKEY_INSERT
-            | DAOS_COND_AKEY_UPDATE
+        DAOS_COND_PUNCH | DAOS_COND_DKEY_INSERT | DAOS_COND_DKEY_UPDATE | DAOS_COND_AKEY_INSERT | DAOS_COND_AKEY_UPDATE
     };
     if flags & bad_flags != 0
         || (flags & DAOS_COND_PER_AKEY != 0
@@ -544,7 +540,12 @@ pub enum PunchWhat {
 ///
 /// # Safety
 /// Pointers as passed to the daos_obj_punch* calls.
-pub unsafe fn check_punch(o: &ObjH, what: &PunchWhat, dkey: *const daos_key_t, akeys: *const daos_key_t) -> Result<(), c_int> {
+pub unsafe fn check_punch(
+    o: &ObjH,
+    what: &PunchWhat,
+    dkey: *const daos_key_t,
+    akeys: *const daos_key_t,
+) -> Result<(), c_int> {
     if !o.writable {
         return Err(-DER_NO_PERM);
     }
@@ -566,7 +567,13 @@ pub unsafe fn check_punch(o: &ObjH, what: &PunchWhat, dkey: *const daos_key_t, a
 
 /// # Safety
 /// As for `check_punch`, which must have succeeded on the same arguments.
-pub unsafe fn exec_punch(o: &ObjH, flags: u64, what: &PunchWhat, dkey: *const daos_key_t, akeys: *const daos_key_t) -> c_int {
+pub unsafe fn exec_punch(
+    o: &ObjH,
+    flags: u64,
+    what: &PunchWhat,
+    dkey: *const daos_key_t,
+    akeys: *const daos_key_t,
+) -> c_int {
     let cond = flags & DAOS_COND_PUNCH != 0;
     match *what {
         PunchWhat::Obj => {
@@ -719,12 +726,8 @@ unsafe fn find_query(
     let max = flags & DAOS_GET_MAX != 0;
     let Some(data) = o.data_if_any() else { return -DER_NONEXIST };
     let d = if flags & DAOS_GET_DKEY != 0 {
-        let all: Vec<(u64, crate::store::DkeyRef)> = data
-            .dkeys
-            .read()
-            .iter()
-            .filter_map(|(k, d)| u64_key(k).map(|v| (v, d.clone())))
-            .collect();
+        let all: Vec<(u64, crate::store::DkeyRef)> =
+            data.dkeys.read().iter().filter_map(|(k, d)| u64_key(k).map(|v| (v, d.clone()))).collect();
         let best = all
             .into_iter()
             .filter(|(_, d)| {
@@ -750,11 +753,13 @@ unsafe fn find_query(
         return 0;
     }
     let val = if flags & DAOS_GET_AKEY != 0 {
-        let best = g
-            .akeys
-            .iter()
-            .filter_map(|(k, v)| u64_key(k).map(|x| (x, v)))
-            .reduce(|a, b| if (b.0 > a.0) == max { b } else { a });
+        let best = g.akeys.iter().filter_map(|(k, v)| u64_key(k).map(|x| (x, v))).reduce(|a, b| {
+            if (b.0 > a.0) == max {
+                b
+            } else {
+                a
+            }
+        });
         let Some((x, v)) = best else { return -DER_NONEXIST };
         put_u64_key(akey, x);
         v

@@ -29,11 +29,7 @@ static GLOBAL: OnceLock<Global> = OnceLock::new();
 pub fn global() -> &'static Global {
     GLOBAL.get_or_init(|| {
         init_logging();
-        let rf = std::env::var("DAOS_SIM_RF")
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .unwrap_or(0)
-            .min(2);
+        let rf = std::env::var("DAOS_SIM_RF").ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0).min(2);
         let spec = std::env::var("DAOS_SIM_POOLS").unwrap_or_else(|_| DEFAULT_POOLS.to_string());
         let store = Store::from_spec(&spec, rf);
         if let Some(us) = env_f64("DAOS_SIM_LATENCY_US") {
@@ -68,10 +64,7 @@ pub fn init_logging() {
         if let Ok(filter) = std::env::var("DAOS_SIM_LOG") {
             let filter = tracing_subscriber::EnvFilter::try_new(&filter)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug"));
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(std::io::stderr)
-                .try_init();
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
         }
     });
 }

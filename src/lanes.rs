@@ -172,6 +172,7 @@ impl Orphans {
                     misses = 0;
                     // SAFETY: reaped: DAOS is done with it, and the list no longer names it.
                     let mut op = unsafe { Box::from_raw(raw) };
+                    // SAFETY: initialised, and no longer running (reaped, or never launched).
                     unsafe { lib.fini_event(&mut op.ev) };
                 }
                 Ok(false) => {
@@ -303,6 +304,7 @@ fn drive_queries(
             } else {
                 // SAFETY: not launched, so not DAOS's.
                 let mut op = unsafe { Box::from_raw(raw) };
+                // SAFETY: initialised, and no longer running (reaped, or never launched).
                 unsafe { lib.fini_event(&mut op.ev) };
                 first_err.get_or_insert(op.daos_error(lib, rc));
             }
@@ -319,6 +321,7 @@ fn drive_queries(
             // SAFETY: reaped: DAOS is done with it.
             let mut op = unsafe { Box::from_raw(raw) };
             let rc = op.ev.ev_error;
+            // SAFETY: initialised, and no longer running (reaped, or never launched).
             unsafe { lib.fini_event(&mut op.ev) };
             match op.size_result(lib, rc) {
                 Ok(size) => sizes[index] = size,
@@ -356,11 +359,6 @@ struct Lane {
     /// This lane also reaps the size queries a queryMem gave up on (lane 0).
     reaps_orphans: bool,
 }
-
-// SAFETY: the raw pointers inside waiting ops are owned by them (see Op); the EQ handle is
-// usable from any thread.
-unsafe impl Send for Lane {}
-unsafe impl Sync for Lane {}
 
 impl Lane {
     /// Launches `op` now; it holds one engine-wide in-flight slot already, which this gives

@@ -30,6 +30,8 @@ struct Sim {
 
 fn sim() -> &'static Sim {
     static SIM: OnceLock<Sim> = OnceLock::new();
+    // SAFETY: daos-sim's initialisers are plain Rust; both symbols have these signatures
+    // (tests/daos-sim/src/sim.rs), and the library is kept loaded beside them.
     SIM.get_or_init(|| unsafe {
         let lib = libloading::Library::new(sim_path()).unwrap();
         let control = *lib.get::<unsafe extern "C" fn(*const c_char) -> i32>(b"daos_sim_control").unwrap();
@@ -40,10 +42,12 @@ fn sim() -> &'static Sim {
 
 fn control(cmd: &str) {
     let c = CString::new(cmd).unwrap();
+    // SAFETY: a NUL-terminated command that outlives the call.
     assert_eq!(unsafe { (sim().control)(c.as_ptr()) }, 0, "daos_sim_control({cmd})");
 }
 
 fn stat(name: &str) -> u64 {
+    // SAFETY: daos_sim_stats returns a NUL-terminated string that stays valid until this thread calls it again.
     let s = unsafe { CStr::from_ptr((sim().stats)()) }.to_string_lossy().into_owned();
     let at = s.find(&format!("\"{name}\"")).unwrap_or_else(|| panic!("{name} missing in {s}"));
     let rest = &s[at + name.len() + 2..];

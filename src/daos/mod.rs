@@ -77,7 +77,9 @@ impl Library {
     /// # Safety
     /// `ev` must stay valid and unmoved until it is reaped or finalised.
     pub unsafe fn init_event_unqueued(&self, ev: *mut daos_event_t) -> Result<(), Error> {
-        self.check("daos_event_init", self.api.daos_event_init(ev, daos_handle_t::default(), std::ptr::null_mut()))
+        // SAFETY: `ev` stays valid until reaped or finalised (this function's contract); no queue.
+        let rc = unsafe { self.api.daos_event_init(ev, daos_handle_t::default(), std::ptr::null_mut()) };
+        self.check("daos_event_init", rc)
     }
 
     /// Progresses DAOS until `ev` completes or `timeout_us` passes; true once it is reaped.
@@ -86,14 +88,17 @@ impl Library {
     /// `ev` was initialised with `init_event_unqueued` and launched.
     pub unsafe fn event_test(&self, ev: *mut daos_event_t, timeout_us: i64) -> Result<bool, Error> {
         let mut done = false;
-        self.check("daos_event_test", self.api.daos_event_test(ev, timeout_us, &mut done))?;
+        // SAFETY: `ev` is an initialised, launched event (this function's contract).
+        let rc = unsafe { self.api.daos_event_test(ev, timeout_us, &mut done) };
+        self.check("daos_event_test", rc)?;
         Ok(done)
     }
 
     /// # Safety
     /// `ev` was initialised and is not running.
     pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
-        let rc = self.api.daos_event_fini(ev);
+        // SAFETY: `ev` is initialised and not running (this function's contract).
+        let rc = unsafe { self.api.daos_event_fini(ev) };
         if rc != 0 {
             tracing::debug!("daos_event_fini: {}", self.errstr(rc));
         }
@@ -370,10 +375,6 @@ pub struct Object {
     pub(crate) oh: daos_handle_t,
 }
 
-// SAFETY: DAOS handles are plain cookies usable from any thread.
-unsafe impl Send for Object {}
-unsafe impl Sync for Object {}
-
 impl Object {
     /// The id DAOS gives object `lo` of class `oclass` (0: chosen from the container's
     /// redundancy factor and the pool's size). Local: no RPC.
@@ -456,10 +457,6 @@ pub struct EventQueue {
     destroyed: std::sync::atomic::AtomicBool,
 }
 
-// SAFETY: an EQ handle is a cookie; DAOS serialises access to the queue internally.
-unsafe impl Send for EventQueue {}
-unsafe impl Sync for EventQueue {}
-
 impl EventQueue {
     pub fn create(lib: &'static Library) -> Result<EventQueue, Error> {
         let mut eqh = daos_handle_t::default();
@@ -483,13 +480,16 @@ impl EventQueue {
     /// # Safety
     /// `ev` must stay valid and unmoved until it is reaped or finalised.
     pub unsafe fn init_event(&self, ev: *mut daos_event_t) -> Result<(), Error> {
-        self.lib.check("daos_event_init", self.lib.api.daos_event_init(ev, self.eqh, std::ptr::null_mut()))
+        // SAFETY: `ev` stays valid until reaped or finalised (this function's contract).
+        let rc = unsafe { self.lib.api.daos_event_init(ev, self.eqh, std::ptr::null_mut()) };
+        self.lib.check("daos_event_init", rc)
     }
 
     /// # Safety
     /// `ev` was initialised with `init_event` and is not running.
     pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
-        self.lib.fini_event(ev)
+        // SAFETY: the same contract as this function's.
+        unsafe { self.lib.fini_event(ev) }
     }
 
     /// Destroys the queue once it has nothing in flight.

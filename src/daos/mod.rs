@@ -1,5 +1,8 @@
 //! Safe wrappers over libdaos: a loaded `Library`, and RAII handles `Pool`, `Container`,
-//! `Object`, `EventQueue`. The one `unsafe` boundary to DAOS lives here and in `sys`.
+//! `Object`, `EventQueue`. Every call into libdaos is made here, in `io` and through `sys`'s
+//! table. The unsafe fns here (`Object::launch` and the event calls) hand the rest of the
+//! contract to their one caller, `crate::lanes`, whose unsafe blocks hold the launched
+//! operations' raw pointers between launch and reap and free them; each block says why.
 //!
 //! Asynchronous I/O is launched through `Object::launch`, whose contract (like io_uring's
 //! push) is: everything the operation points at (keys, iods, recxs, sgls, iovs, the event

@@ -317,12 +317,16 @@ pub fn control(cmd: &str) -> c_int {
 /// `cmd` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn daos_sim_control(cmd: *const c_char) -> c_int {
-    if cmd.is_null() {
-        return -DER_INVAL;
-    }
-    match CStr::from_ptr(cmd).to_str() {
-        Ok(s) => control(s),
-        Err(_) => -DER_INVAL,
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if cmd.is_null() {
+            return -DER_INVAL;
+        }
+        match CStr::from_ptr(cmd).to_str() {
+            Ok(s) => control(s),
+            Err(_) => -DER_INVAL,
+        }
     }
 }
 

@@ -1,6 +1,10 @@
 //! Behaviour of the libdaos API as daos-sim implements it (DAOS_FACTS §1, §3, §4).
 //! Tests here run in parallel threads: each uses its own container, and none touches the
 //! process-wide controls (those live in tests/control.rs).
+// These tests drive the simulator's C API as libdaos's callers do: every unsafe block passes
+// locals that outlive the call (or the event's completion, which each test waits for), so the
+// blocks carry no SAFETY line each.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! Process-wide controls (hang, fail, latency, bandwidth, rpc_cost, counters, reset_data), init
 //! refcounting and DAOS_SIM_POOLS. These change global state, so every test here holds one
 //! lock; this binary is its own process, apart from tests/api.rs.
+// These tests drive the simulator's C API as libdaos's callers do: every unsafe block passes
+// locals that outlive the call (or the event's completion, which each test waits for), so the
+// blocks carry no SAFETY line each.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 mod common;
 

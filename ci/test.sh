@@ -20,6 +20,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 say "ci/check-bindings.sh (committed libdaos declarations == bindgen's output)"
 bash ci/check-bindings.sh
+bash ci/lint.sh
 
 say "cargo test --release --workspace"
 cargo test --release --workspace

@@ -12,7 +12,7 @@
 //! was given up, and concurrent `checkXfer` callers all see the one status decided first.
 //! The lock is taken once per fold launch and completion, and once per `checkXfer`.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
@@ -57,8 +57,7 @@ impl Attempt {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // Nothing panics while holding it; a poisoned lock still holds consistent counters.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     pub fn deadline(&self) -> Instant {
@@ -192,7 +191,7 @@ impl Attempt {
             }
             // Slices, to notice the host exiting.
             let slice = left.min(DRAIN_SLICE);
-            s = self.drained.wait_timeout(s, slice).unwrap_or_else(|e| e.into_inner()).0;
+            self.drained.wait_for(&mut s, slice);
         }
         true
     }

@@ -2,7 +2,9 @@
 //! with errors that name the parameter, the value and what is accepted.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::planner::FoldPolicy;
@@ -123,7 +125,7 @@ pub const BUCKET_ALIAS: &str = "bucket";
 /// each new set of names, not one per name or per engine.
 fn warn_unknown(names: &[&str]) {
     static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    let mut seen = SEEN.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut seen = SEEN.get_or_init(Default::default).lock();
     // Sorted: NIXL hands the parameters over in a hash map's order.
     let mut new: Vec<&str> = names.iter().copied().filter(|n| seen.insert(n.to_string())).collect();
     new.sort_unstable();

@@ -1,7 +1,9 @@
 //! The engine: one DAOS backend instance. Parsed config, the DAOS handles, the lanes, and the
 //! request lifecycle (prep plans, post launches, check reads atomics, release frees).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::attempt::Attempt;
@@ -118,8 +120,8 @@ struct RequestState {
 }
 
 impl Request {
-    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, RequestState> {
+        self.state.lock()
     }
 
     /// How many DAOS RPCs one posting of this request sends.

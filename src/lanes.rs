@@ -16,9 +16,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
 
 use crate::attempt::Attempt;
 use crate::daos::io::{Extent, IoDesc, IoKind};
@@ -145,7 +147,7 @@ unsafe impl Send for OrphanOp {}
 impl Orphans {
     fn adopt(&self, ops: Vec<*mut Op>) {
         let n = ops.len();
-        self.incoming.lock().unwrap().extend(ops.into_iter().map(OrphanOp));
+        self.incoming.lock().extend(ops.into_iter().map(OrphanOp));
         self.count.fetch_add(n, Ordering::AcqRel);
     }
 
@@ -158,8 +160,8 @@ impl Orphans {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
-        let Ok(mut held) = self.held.try_lock() else { return };
-        held.extend(self.incoming.lock().unwrap().drain(..));
+        let Some(mut held) = self.held.try_lock() else { return };
+        held.extend(self.incoming.lock().drain(..));
         let (mut i, mut tested, mut reaped, mut misses) = (0, 0, 0, 0);
         while i < held.len() && tested < ORPHAN_BATCH && misses < ORPHAN_MISSES {
             let raw = held[i].0;
@@ -230,7 +232,7 @@ impl Shared {
 
     /// Records an update about to be sent; Err when an abandoned earlier one blocks the key.
     fn fence_enter(&self, key: &ObjectKey, deadline: Instant) -> Result<(), Error> {
-        let mut w = self.writes.lock().unwrap();
+        let mut w = self.writes.lock();
         let now = Instant::now();
         let held = w.entry(key.clone()).or_default();
         if held.iter().any(|&d| d <= now) {
@@ -241,7 +243,7 @@ impl Shared {
     }
 
     fn fence_leave(&self, key: &ObjectKey, deadline: Instant) {
-        let mut w = self.writes.lock().unwrap();
+        let mut w = self.writes.lock();
         if let Some(held) = w.get_mut(key) {
             if let Some(i) = held.iter().position(|&d| d == deadline) {
                 held.swap_remove(i);
@@ -433,7 +435,7 @@ impl Lane {
             self.launch(op);
             self.wake();
         } else {
-            let mut w = sh.waiting.lock().unwrap();
+            let mut w = sh.waiting.lock();
             w.push_back(op);
             sh.waiting_len.store(w.len(), Ordering::SeqCst);
         }
@@ -444,7 +446,7 @@ impl Lane {
     /// the lock orders the notification after its check.
     fn wake(&self) {
         if self.parked.load(Ordering::SeqCst) {
-            let _g = self.park_lock.lock().unwrap();
+            let _g = self.park_lock.lock();
             self.idle.notify_one();
         }
     }
@@ -455,7 +457,7 @@ impl Lane {
         let sh = &self.shared;
         while sh.waiting_len.load(Ordering::SeqCst) > 0 && sh.reserve() {
             let op = {
-                let mut w = sh.waiting.lock().unwrap();
+                let mut w = sh.waiting.lock();
                 let op = w.pop_front();
                 sh.waiting_len.store(w.len(), Ordering::SeqCst);
                 op
@@ -481,14 +483,15 @@ impl Lane {
 
     /// Sleeps while there is nothing to do. Returns false when it did not sleep.
     fn park(&self) -> bool {
-        let g = self.park_lock.lock().unwrap();
+        let mut g = self.park_lock.lock();
         self.parked.store(true, Ordering::SeqCst);
         let idle = self.shared.waiting_len.load(Ordering::SeqCst) == 0
             && self.inflight.load(Ordering::SeqCst) == 0
             && !self.stop.load(Ordering::SeqCst);
         if idle {
             let orphans = self.reaps_orphans && self.shared.orphans.count.load(Ordering::Acquire) > 0;
-            drop(self.idle.wait_timeout(g, if orphans { PARK_REAPING } else { PARK }).unwrap());
+            self.idle.wait_for(&mut g, if orphans { PARK_REAPING } else { PARK });
+            drop(g);
         }
         self.parked.store(false, Ordering::SeqCst);
         idle
@@ -626,10 +629,10 @@ impl Lanes {
     pub fn shutdown(&mut self) -> u64 {
         for l in &self.lanes {
             l.stop.store(true, Ordering::Release);
-            let _g = l.park_lock.lock().unwrap();
+            let _g = l.park_lock.lock();
             l.idle.notify_all();
         }
-        let drained: Vec<_> = self.shared.waiting.lock().unwrap().drain(..).collect();
+        let drained: Vec<_> = self.shared.waiting.lock().drain(..).collect();
         self.shared.waiting_len.store(0, Ordering::SeqCst);
         for op in drained {
             op.fail(Error::ShuttingDown, false);

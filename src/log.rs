@@ -105,7 +105,7 @@ impl Drop for SinkLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use parking_lot::Mutex;
 
     #[test]
     fn nixl_levels() {
@@ -121,7 +121,7 @@ mod tests {
     unsafe extern "C" fn collect(level: i32, msg: *const c_char, len: usize) {
         // SAFETY: SinkLine passes a pointer and length of a live byte slice.
         let bytes = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
-        LINES.lock().unwrap().push((level, String::from_utf8_lossy(bytes).into_owned()));
+        LINES.lock().push((level, String::from_utf8_lossy(bytes).into_owned()));
     }
 
     #[test]
@@ -139,7 +139,7 @@ mod tests {
             tracing::warn!(key = "k1", "slow");
             tracing::debug!("filtered out");
         });
-        let lines = LINES.lock().unwrap().clone();
+        let lines = LINES.lock().clone();
         assert_eq!(lines, vec![(4, "pool tank is gone".to_string()), (3, "slow key=\"k1\"".to_string())]);
     }
 }

@@ -16,7 +16,9 @@ pub mod sys;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
@@ -33,7 +35,7 @@ pub struct Library {
 impl Library {
     pub fn load(path: &str) -> Result<&'static Library, Error> {
         static LOADED: OnceLock<Mutex<HashMap<String, &'static Library>>> = OnceLock::new();
-        let mut map = LOADED.get_or_init(Default::default).lock().unwrap();
+        let mut map = LOADED.get_or_init(Default::default).lock();
         if let Some(lib) = map.get(path) {
             return Ok(lib);
         }

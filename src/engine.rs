@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use crate::attempt::Attempt;
 use crate::config::Config;
@@ -322,13 +323,8 @@ impl Engine {
 
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
-        let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, deadline).map_err(|e| {
-            match e {
-                Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
-                e => e,
-            }
-        })
+        let bound = Bound::from_now(self.cfg.timeout_ms);
+        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, bound)
     }
 
     /// Operations launched into DAOS and not yet completed (abandoned size queries included).

@@ -24,7 +24,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::attempt::Attempt;
 use crate::daos::io::{Extent, IoDesc, IoKind};
-use crate::daos::{daos_event_t, EventQueue, Library, Object};
+use crate::daos::{daos_event_t, Bound, EventQueue, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
 
@@ -267,10 +267,10 @@ pub fn query_sizes(
     lanes: &Lanes,
     keys: &[ObjectKey],
     window: usize,
-    deadline: Instant,
+    bound: Bound,
 ) -> Result<Vec<Option<u64>>, Error> {
     let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
-    let result = drive_queries(lib, obj, keys, window, deadline, &mut inflight);
+    let result = drive_queries(lib, obj, keys, window, bound, &mut inflight);
     if !inflight.is_empty() {
         lanes.adopt_queries(inflight.into_iter().map(|(_, op)| op).collect());
     }
@@ -282,9 +282,10 @@ fn drive_queries(
     obj: &Object,
     keys: &[ObjectKey],
     window: usize,
-    deadline: Instant,
+    bound: Bound,
     inflight: &mut VecDeque<(usize, *mut Op)>,
 ) -> Result<Vec<Option<u64>>, Error> {
+    let deadline = bound.deadline;
     let mut sizes = vec![None; keys.len()];
     let mut first_err: Option<Error> = None;
     let mut next = 0;
@@ -333,7 +334,7 @@ fn drive_queries(
             }
         } else if Instant::now() >= deadline {
             let missing = inflight.len() + (keys.len() - next);
-            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: 0 });
+            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: bound.ms });
         }
     }
     match first_err {
@@ -595,7 +596,7 @@ impl Lanes {
                         l.leaked.store(l.inflight.load(Ordering::SeqCst).max(1) as u64, Ordering::Release);
                     }
                 })
-                .map_err(|e| Error::InvalidArg(format!("cannot start DAOS progress thread: {e}")))?;
+                .map_err(|source| Error::Spawn { what: "a DAOS progress thread", source })?;
             lanes.lanes.push(lane);
             lanes.threads.push(t);
         }

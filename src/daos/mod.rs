@@ -42,8 +42,8 @@ impl Library {
         log_route::route();
         // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
         // the library the user named for exactly this purpose.
-        let api = unsafe { sys::DaosApi::new(path) }
-            .map_err(|e| Error::Load { path: path.to_string(), reason: e.to_string() })?;
+        let api =
+            unsafe { sys::DaosApi::new(path) }.map_err(|source| Error::Load { path: path.to_string(), source })?;
         let lib: &'static Library = Box::leak(Box::new(Library { api, path: path.to_string() }));
         map.insert(path.to_string(), lib);
         Ok(lib)
@@ -226,15 +226,15 @@ impl Pool {
                         std::ptr::null_mut(),
                     )
                 };
-                let result = lib.check("daos_pool_connect", rc).map(|_| Pool { lib, poh, label });
+                let result = lib.check("daos_pool_connect2", rc).map(|_| Pool { lib, poh, label });
                 // Nobody waits any more: a late pool is dropped (disconnected) here.
                 let _ = tx.send(result);
                 drop(init);
             })
-            .map_err(|e| Error::InvalidArg(format!("cannot start a thread to connect to the pool: {e}")))?;
+            .map_err(|source| Error::Spawn { what: "a thread to connect to the pool", source })?;
         match rx.recv_timeout(bound.deadline.saturating_duration_since(Instant::now())) {
             Ok(result) => result,
-            Err(_) => Err(Error::Timeout { what: "daos_pool_connect".into(), ms: bound.ms }),
+            Err(_) => Err(Error::Timeout { what: "daos_pool_connect2".into(), ms: bound.ms }),
         }
     }
 }
@@ -270,7 +270,7 @@ impl Container {
         let open = || {
             bounded(
                 lib,
-                "daos_cont_open",
+                "daos_cont_open2",
                 bound,
                 (cstring("container", label)?, daos_handle_t::default()),
                 |(l, coh), ev| {

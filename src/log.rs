@@ -1,8 +1,14 @@
 //! Logging through `tracing`, at NIXL's log level (`NIXL_LOG_LEVEL`: TRACE, DEBUG, INFO, WARN,
-//! ERROR or FATAL; NIXL's default is WARN). Lines go to stderr, or, when the shim installed a
-//! sink first (NIXL's own build does: `nd_set_log_sink`), to the host's logger, so they come out
-//! through NIXL's macros with NIXL's format. If the host process already installed a global
-//! subscriber (a Rust consumer such as KVBM), our events go to it instead.
+//! ERROR or FATAL; NIXL's default is WARN). Lines go to stderr, or, when a sink was installed
+//! first (the in-tree build under upstream/ does: its shim calls `nd_set_log_sink`), to the
+//! host's logger, so they come out through NIXL's log macros with NIXL's format.
+//!
+//! The plugin's `tracing` is private to it: `libplugin_DAOS.so` links its own copy of `tracing`
+//! and exports only its C entry points, so a Rust host (such as KVBM) that installed its own
+//! global subscriber never sees these events, and `init` below always installs ours. A user
+//! gets the plugin's logs by setting `NIXL_LOG_LEVEL` (stderr), or through NIXL's logger in the
+//! in-tree build. (Only where this crate is linked as an rlib, as in its own Rust tests, does an
+//! already-installed subscriber win: `try_init` then leaves it in place.)
 
 use std::ffi::c_char;
 use std::io;

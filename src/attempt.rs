@@ -68,11 +68,6 @@ impl Attempt {
         Instant::now() >= self.deadline
     }
 
-    /// Folds not yet completed (launched or still queued).
-    pub fn remaining(&self) -> usize {
-        self.lock().remaining
-    }
-
     /// Folds DAOS holds now.
     pub fn in_daos(&self) -> usize {
         self.lock().in_daos
@@ -84,6 +79,8 @@ impl Attempt {
 
     /// True while a repost would race with this attempt's I/O: DAOS holds one of its folds, or
     /// a queued one may still be launched. Stays true past the deadline while DAOS holds any.
+    /// (The engine asks `retire`, which decides the same under one lock; the tests ask this.)
+    #[cfg(test)]
     pub fn busy(&self) -> bool {
         let s = self.lock();
         s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s))
@@ -98,11 +95,6 @@ impl Attempt {
         }
         s.cancelled = true;
         true
-    }
-
-    /// Nobody will read this attempt's outcome any more: queued folds are dropped.
-    pub fn cancel(&self) {
-        self.lock().cancelled = true;
     }
 
     /// Called by a lane right before handing a fold to DAOS. False: drop the fold instead (and

@@ -78,6 +78,7 @@ pub struct Fold {
 }
 
 impl Fold {
+    #[cfg(test)]
     pub fn bytes(&self) -> u64 {
         self.extents.iter().map(|e| e.len).sum()
     }

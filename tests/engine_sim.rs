@@ -364,7 +364,8 @@ fn settle(e: &Engine, req: &Request, limit: Duration) -> (Result<Status, Error>,
 #[test]
 fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     let _x = exclusive();
-    let e = engine("eng-siblings", &[("num_queues", "2")]);
+    const RPC: usize = 8 << 20;
+    let e = engine("eng-siblings", &[("num_queues", "2"), ("rpc_target_bytes", "8388608")]);
     let present = reg(&e, "sibling-present");
     let absent = reg(&e, "sibling-absent");
     let data = pattern(32 << 20, 4);
@@ -380,9 +381,16 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     control("bandwidth 0");
     assert!(matches!(outcome, Err(Error::NoSuchKey { .. })), "{outcome:?}");
     assert_eq!(inflight, 0, "reported while a sibling fetch could still write the caller's buffer");
-    // The sibling either was launched before the failure, and then completed before it was
-    // reported, or was dropped unlaunched because its request had already failed.
-    assert!(big == data || big.iter().all(|&b| b == 0), "the sibling was cut short or ran after the report");
+    // The sibling's 32 MiB go out as four 8 MiB RPCs (fold=auto): each either was launched before
+    // the failure, and then completed before it was reported, or was dropped unlaunched because
+    // its request had already failed. So the check is per RPC: checking the 32 MiB as one piece
+    // (written when a key was one RPC) failed whenever the failure fell between two of them.
+    for (i, (got, want)) in big.chunks(RPC).zip(data.chunks(RPC)).enumerate() {
+        assert!(
+            got == want || got.iter().all(|&b| b == 0),
+            "RPC {i} of the sibling was cut short or ran after the report"
+        );
+    }
     assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
 }
 

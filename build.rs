@@ -130,7 +130,9 @@ fn main() {
     match env::var("NIXL_DAOS_SHIM").as_deref() {
         Ok("external") => return,
         Ok("") | Err(_) => {}
-        Ok(other) => panic!("nixl-daos: NIXL_DAOS_SHIM={other:?}: the only accepted value is \"external\" (unset builds the shim)"),
+        Ok(other) => panic!(
+            "nixl-daos: NIXL_DAOS_SHIM={other:?}: the only accepted value is \"external\" (unset builds the shim)"
+        ),
     }
     let shim_dir = manifest.join("src/shim");
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&shim_dir)

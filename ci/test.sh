@@ -23,6 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 say "ci/check-bindings.sh (committed libdaos declarations == bindgen's output)"
 bash ci/check-bindings.sh
+bash ci/lint.sh
 bash ci/lint-py.sh
 
 say "cargo test --release --workspace"

@@ -2,7 +2,9 @@
 //! with errors that name the parameter, the value and what is accepted.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::planner::FoldPolicy;
@@ -123,7 +125,7 @@ pub const BUCKET_ALIAS: &str = "bucket";
 /// each new set of names, not one per name or per engine.
 fn warn_unknown(names: &[&str]) {
     static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    let mut seen = SEEN.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut seen = SEEN.get_or_init(Default::default).lock();
     // Sorted: NIXL hands the parameters over in a hash map's order.
     let mut new: Vec<&str> = names.iter().copied().filter(|n| seen.insert(n.to_string())).collect();
     new.sort_unstable();
@@ -160,7 +162,8 @@ impl Config {
         if !unknown.is_empty() {
             warn_unknown(&unknown);
         }
-        let is_given = |given: &[(&str, &str)], name: &str| given.iter().any(|(n, v)| *n == name && !v.trim().is_empty());
+        let is_given =
+            |given: &[(&str, &str)], name: &str| given.iter().any(|(n, v)| *n == name && !v.trim().is_empty());
         // An S3 consumer's bucket is the container unless `container` itself is given; such a
         // consumer cannot create containers, so the bucket's is created when missing.
         let from_bucket = bucket.filter(|_| !is_given(&given, "container"));
@@ -190,7 +193,11 @@ impl Config {
         }
         let daos_lib = get("daos_lib");
         if daos_lib.trim().is_empty() {
-            return Err(Error::Param { name: "daos_lib", value: daos_lib, expected: "a path or file name of libdaos".into() });
+            return Err(Error::Param {
+                name: "daos_lib",
+                value: daos_lib,
+                expected: "a path or file name of libdaos".into(),
+            });
         }
         let oclass = get("oclass");
         let oclass = oclass.trim();
@@ -234,7 +241,14 @@ mod tests {
         assert_eq!(c.fold, FoldPolicy::Sized { target: DEFAULT_RPC_TARGET_BYTES });
         assert_eq!(c.timeout_ms, 30_000);
         let c = Config::parse(
-            &p(&[("pool", "p"), ("container", "c"), ("fold", "false"), ("timeout_ms", "250"), ("oclass", "OC_RP_3GX"), ("num_queues", "3")]),
+            &p(&[
+                ("pool", "p"),
+                ("container", "c"),
+                ("fold", "false"),
+                ("timeout_ms", "250"),
+                ("oclass", "OC_RP_3GX"),
+                ("num_queues", "3"),
+            ]),
             &no_env,
         )
         .unwrap();
@@ -253,7 +267,10 @@ mod tests {
         };
         assert_eq!(fold(&[("fold", "true")]).unwrap(), FoldPolicy::PerKey);
         assert_eq!(fold(&[("fold", "off")]).unwrap(), FoldPolicy::Off);
-        assert_eq!(fold(&[("fold", "AUTO"), ("rpc_target_bytes", "262144")]).unwrap(), FoldPolicy::Sized { target: 262_144 });
+        assert_eq!(
+            fold(&[("fold", "AUTO"), ("rpc_target_bytes", "262144")]).unwrap(),
+            FoldPolicy::Sized { target: 262_144 }
+        );
         assert_eq!(fold(&[("rpc_target_bytes", "65536")]).unwrap(), FoldPolicy::Sized { target: 65_536 });
         let e = fold(&[("fold", "maybe")]).unwrap_err().to_string();
         assert!(e.contains("auto, true or false"), "{e}");
@@ -273,7 +290,10 @@ mod tests {
             _ => None,
         };
         let c = Config::parse(&[], &env).unwrap();
-        assert_eq!((c.pool.as_str(), c.container.as_str(), c.daos_lib.as_str()), ("envpool", "envcont", "/x/libdaos_sim.so"));
+        assert_eq!(
+            (c.pool.as_str(), c.container.as_str(), c.daos_lib.as_str()),
+            ("envpool", "envcont", "/x/libdaos_sim.so")
+        );
         let c = Config::parse(&p(&[("pool", "given")]), &env).unwrap();
         assert_eq!(c.pool, "given");
     }
@@ -281,7 +301,14 @@ mod tests {
     #[test]
     fn bad_values_name_the_parameter() {
         let base = [("pool", "p"), ("container", "c")];
-        for (k, v) in [("timeout_ms", "abc"), ("timeout_ms", "0"), ("fold", "maybe"), ("rpc_target_bytes", "12"), ("num_queues", "0"), ("system", "a-very-long-system-name")] {
+        for (k, v) in [
+            ("timeout_ms", "abc"),
+            ("timeout_ms", "0"),
+            ("fold", "maybe"),
+            ("rpc_target_bytes", "12"),
+            ("num_queues", "0"),
+            ("system", "a-very-long-system-name"),
+        ] {
             let mut ps = p(&base);
             ps.push((k.to_string(), v.to_string()));
             let e = Config::parse(&ps, &no_env).unwrap_err();
@@ -295,7 +322,10 @@ mod tests {
 
     #[test]
     fn unknown_parameters_are_ignored() {
-        let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("region", "b"), ("endpoint_override", "x")]), &no_env);
+        let c = Config::parse(
+            &p(&[("pool", "p"), ("container", "c"), ("region", "b"), ("endpoint_override", "x")]),
+            &no_env,
+        );
         assert!(c.is_ok());
     }
 

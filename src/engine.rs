@@ -1,15 +1,18 @@
 //! The engine: one DAOS backend instance. Parsed config, the DAOS handles, the lanes, and the
 //! request lifecycle (prep plans, post launches, check reads atomics, release frees).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
+
+use crate::attempt::Attempt;
 use crate::config::Config;
 use crate::daos::io::IoKind;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
-use crate::attempt::Attempt;
 use crate::lanes::{self, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 
@@ -118,8 +121,8 @@ struct RequestState {
 }
 
 impl Request {
-    fn lock(&self) -> std::sync::MutexGuard<'_, RequestState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, RequestState> {
+        self.state.lock()
     }
 
     /// How many DAOS RPCs one posting of this request sends.
@@ -161,8 +164,11 @@ impl Engine {
             } else {
                 "Check the label (`dmg pool list`) and that daos_agent runs on this host"
             };
-            Error::InvalidArg(format!("cannot connect to DAOS pool {:?} of system {:?}: {e}. {check}", cfg.pool, cfg.system))
-                .with_der(e.der())
+            Error::InvalidArg(format!(
+                "cannot connect to DAOS pool {:?} of system {:?}: {e}. {check}",
+                cfg.pool, cfg.system
+            ))
+            .with_der(e.der())
         })?;
         let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
             let hint = if e.der() == Some(-crate::daos::sys::DER_NONEXIST) {
@@ -183,7 +189,13 @@ impl Engine {
         };
         let oid = object_id(lib, &cont, oclass, cfg.oclass.as_deref())?;
         let obj = Arc::new(Object::open(lib, &cont, oid)?);
-        let lanes = Lanes::start(lib, obj.clone(), cfg.num_queues, cfg.max_inflight, TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)))?;
+        let lanes = Lanes::start(
+            lib,
+            obj.clone(),
+            cfg.num_queues,
+            cfg.max_inflight,
+            TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)),
+        )?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
             queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
@@ -206,7 +218,14 @@ impl Engine {
         }
     }
 
-    pub fn prep(&self, op: XferOp, local_mem: MemType, local: &[Desc], remote_mem: MemType, remote: &[Desc]) -> Result<Box<Request>> {
+    pub fn prep(
+        &self,
+        op: XferOp,
+        local_mem: MemType,
+        local: &[Desc],
+        remote_mem: MemType,
+        remote: &[Desc],
+    ) -> Result<Box<Request>> {
         if local_mem == MemType::Vram {
             return Err(Error::NotSupported("the DAOS backend cannot transfer VRAM: use DRAM buffers".into()));
         }
@@ -304,11 +323,8 @@ impl Engine {
 
     /// Size of each key, None where it does not exist. All queries run concurrently.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
-        let deadline = Instant::now() + Duration::from_millis(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, deadline).map_err(|e| match e {
-            Error::Timeout { what, .. } => Error::Timeout { what, ms: self.cfg.timeout_ms },
-            e => e,
-        })
+        let bound = Bound::from_now(self.cfg.timeout_ms);
+        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, bound)
     }
 
     /// Operations launched into DAOS and not yet completed (abandoned size queries included).

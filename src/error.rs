@@ -9,7 +9,6 @@ pub enum Status {
     NotPosted = -1,
     InvalidParam = -2,
     Backend = -3,
-    NotFound = -4,
     RepostActive = -7,
     NotSupported = -9,
 }
@@ -22,7 +21,6 @@ impl Status {
             0 => Status::Success,
             -1 => Status::NotPosted,
             -2 => Status::InvalidParam,
-            -4 => Status::NotFound,
             -7 => Status::RepostActive,
             -9 => Status::NotSupported,
             _ => Status::Backend,
@@ -35,10 +33,22 @@ pub enum Error {
     #[error("{call} failed: {name} ({rc}){}", der_hint(*rc))]
     Daos { call: &'static str, rc: i32, name: String },
     #[error(
-        "cannot load libdaos from {path:?}: {reason}. Install the DAOS client (libdaos.so.2), or point \
+        "cannot load libdaos from {path:?}: {source}. Install the DAOS client (libdaos.so.2), or point \
          the backend parameter daos_lib or the environment variable NIXL_DAOS_LIBDAOS at it"
     )]
-    Load { path: String, reason: String },
+    Load {
+        path: String,
+        #[source]
+        source: libloading::Error,
+    },
+    /// The plugin could not start one of its own threads (the process is out of threads or
+    /// memory): not the caller's argument, so BACKEND, not INVALID_PARAM.
+    #[error("cannot start {what}: {source}")]
+    Spawn {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("backend parameter {name}={value:?} is invalid: {expected}")]
     Param { name: &'static str, value: String, expected: String },
     #[error("{0}")]
@@ -84,11 +94,15 @@ pub fn der_hint(rc: i32) -> &'static str {
     match -rc {
         // Every call after daos_agent stopped: the agent's departure makes the servers evict
         // the pool handles of the processes it served.
-        1002 => ". DAOS no longer knows this process's pool or container handle: it evicts them when \
+        1002 => {
+            ". DAOS no longer knows this process's pool or container handle: it evicts them when \
                  daos_agent stops or restarts, or when an administrator evicts the pool. This backend \
-                 cannot recover: once daos_agent runs again, create the backend anew",
-        1007 => ". The pool is out of space (overwrites keep older versions until DAOS aggregates them): \
-                 free space (destroy unused containers) or grow the pool (`dmg pool extend`/`expand`)",
+                 cannot recover: once daos_agent runs again, create the backend anew"
+        }
+        1007 => {
+            ". The pool is out of space (overwrites keep older versions until DAOS aggregates them): \
+                 free space (destroy unused containers) or grow the pool (`dmg pool extend`/`expand`)"
+        }
         _ => "",
     }
 }
@@ -103,6 +117,7 @@ impl Error {
             Error::RepostActive => Status::RepostActive,
             Error::Daos { .. }
             | Error::Load { .. }
+            | Error::Spawn { .. }
             | Error::NoSuchKey { .. }
             | Error::ShortRead { .. }
             | Error::Timeout { .. }
@@ -155,10 +170,79 @@ mod tests {
         assert_eq!(Status::InProgress as i32, 1);
     }
 
+    /// The whole error-to-status table, one row per variant: a new variant must be added here
+    /// (the match below stops compiling otherwise), and so decide its NIXL status on purpose.
+    #[test]
+    fn status_table() {
+        // SAFETY: the path does not exist, so no library (and no initialiser) is loaded.
+        let load_err = unsafe { libloading::Library::new("/nonexistent/libdaos.so.2") }.unwrap_err();
+        let s = String::new;
+        let table = [
+            (Error::Daos { call: "daos_obj_fetch", rc: -1005, name: s() }, Status::Backend),
+            (Error::Load { path: s(), source: load_err }, Status::Backend),
+            (Error::Spawn { what: "a thread", source: std::io::Error::other("no threads") }, Status::Backend),
+            (Error::Param { name: "fold", value: s(), expected: s() }, Status::InvalidParam),
+            (Error::NotSupported(s()), Status::NotSupported),
+            (Error::InvalidArg(s()), Status::InvalidParam),
+            (Error::Context { msg: s(), rc: -1005 }, Status::Backend),
+            (Error::NoSuchKey { key: s() }, Status::Backend),
+            (Error::ShortRead { key: s(), want: 2, got: 1 }, Status::Backend),
+            (Error::Timeout { what: s(), ms: 1 }, Status::Backend),
+            (Error::ShuttingDown, Status::Backend),
+            (Error::RepostActive, Status::RepostActive),
+            (Error::Forked { pid: 1 }, Status::Backend),
+            (Error::Fenced { key: s() }, Status::Backend),
+            (Error::StillInDaos { n: 1, ms: 1 }, Status::Backend),
+        ];
+        for (e, want) in &table {
+            // Exhaustive on purpose: see above.
+            match e {
+                Error::Daos { .. }
+                | Error::Load { .. }
+                | Error::Spawn { .. }
+                | Error::Param { .. }
+                | Error::NotSupported(_)
+                | Error::InvalidArg(_)
+                | Error::Context { .. }
+                | Error::NoSuchKey { .. }
+                | Error::ShortRead { .. }
+                | Error::Timeout { .. }
+                | Error::ShuttingDown
+                | Error::RepostActive
+                | Error::Forked { .. }
+                | Error::Fenced { .. }
+                | Error::StillInDaos { .. } => {}
+            }
+            assert_eq!(e.status(), *want, "{e:?}");
+        }
+        // The wrapped cause stays reachable for a caller walking the chain.
+        use std::error::Error as _;
+        assert!(table[1].0.source().is_some() && table[2].0.source().is_some());
+        // NIXL's numbering (nixl_types.h), which the shim passes through unchanged.
+        let raw = [
+            (Status::InProgress, 1),
+            (Status::Success, 0),
+            (Status::NotPosted, -1),
+            (Status::InvalidParam, -2),
+            (Status::Backend, -3),
+            (Status::RepostActive, -7),
+            (Status::NotSupported, -9),
+        ];
+        for (st, v) in raw {
+            assert_eq!(st as i32, v);
+            assert_eq!(Status::from_raw(v), st);
+        }
+    }
+
     #[test]
     fn evicted_handles_and_a_full_pool_say_what_to_do() {
         let evicted = Error::Daos { call: "daos_obj_fetch", rc: -1002, name: "DER_NO_HDL".into() }.to_string();
-        assert!(evicted.contains("DER_NO_HDL") && evicted.contains("daos_agent") && evicted.contains("create the backend anew"), "{evicted}");
+        assert!(
+            evicted.contains("DER_NO_HDL")
+                && evicted.contains("daos_agent")
+                && evicted.contains("create the backend anew"),
+            "{evicted}"
+        );
         let full = Error::Daos { call: "daos_obj_update", rc: -1007, name: "DER_NOSPACE".into() }.to_string();
         assert!(full.contains("out of space") && full.contains("dmg pool extend"), "{full}");
         let plain = Error::Daos { call: "daos_obj_fetch", rc: -1005, name: "DER_NONEXIST".into() }.to_string();

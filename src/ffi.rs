@@ -6,9 +6,9 @@
 //! handed out by this module and not yet freed; arrays hold the count given.
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, CStr, CString};
 #[cfg(nd_shim)]
 use std::ffi::c_void;
+use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -57,21 +57,29 @@ fn fail(what: &str, e: Error) -> i32 {
     e.status() as i32
 }
 
+/// # Safety
+/// A non-null `s.ptr` points at `s.len` readable bytes that outlive `'a`.
 unsafe fn bytes<'a>(s: &NdStr) -> &'a [u8] {
     if s.ptr.is_null() || s.len == 0 {
         &[]
     } else {
-        std::slice::from_raw_parts(s.ptr.cast(), s.len)
+        // SAFETY: non-null and `s.len` bytes long, by this function's contract.
+        unsafe { std::slice::from_raw_parts(s.ptr.cast(), s.len) }
     }
 }
 
+/// # Safety
+/// A non-null `p` points at `n` descriptors whose `md` is NULL or a live `Registration`, all
+/// outliving `'a`.
 unsafe fn descs<'a>(p: *const NdDesc, n: usize) -> Vec<Desc<'a>> {
     if p.is_null() || n == 0 {
         return Vec::new();
     }
-    std::slice::from_raw_parts(p, n)
-        .iter()
-        .map(|d| Desc { addr: d.addr, len: d.len, dev_id: d.dev_id, reg: d.md.as_ref() })
+    // SAFETY: non-null and `n` descriptors long, by this function's contract.
+    let all = unsafe { std::slice::from_raw_parts(p, n) };
+    all.iter()
+        // SAFETY: `md` is NULL or a Registration handed out by nd_register and not yet freed.
+        .map(|d| Desc { addr: d.addr, len: d.len, dev_id: d.dev_id, reg: unsafe { d.md.as_ref() } })
         .collect()
 }
 
@@ -94,12 +102,14 @@ pub extern "C" fn nixl_plugin_init() -> *mut c_void {
         );
         return std::ptr::null_mut();
     }
+    // SAFETY: the shim's init takes no arguments and only builds its static plugin table.
     catch_unwind(|| unsafe { nd_shim_plugin_init() }).unwrap_or(std::ptr::null_mut())
 }
 
 #[cfg(nd_shim)]
 #[no_mangle]
 pub extern "C" fn nixl_plugin_fini() {
+    // SAFETY: the shim's fini takes no arguments; NIXL calls it once, after its last engine.
     let _ = catch_unwind(|| unsafe { nd_shim_plugin_fini() });
 }
 
@@ -130,7 +140,8 @@ pub unsafe extern "C" fn nd_plugin_params(out: *mut NdParam, cap: usize) -> usiz
     });
     if !out.is_null() {
         for (i, (k, v)) in params.iter().take(cap).enumerate() {
-            *out.add(i) = NdParam { key: k.as_ptr(), value: v.as_ptr() };
+            // SAFETY: a non-null `out` holds `cap` slots and `i < cap`; the strings are static.
+            unsafe { *out.add(i) = NdParam { key: k.as_ptr(), value: v.as_ptr() } };
         }
     }
     params.len()
@@ -143,22 +154,24 @@ pub unsafe extern "C" fn nd_engine_create(params: *const NdParam, n: usize, out:
         if out.is_null() {
             return Status::InvalidParam as i32;
         }
-        *out = std::ptr::null_mut();
+        // SAFETY: `out` is non-null (checked above) and points at the caller's slot.
+        unsafe { *out = std::ptr::null_mut() };
         let mut kv = Vec::with_capacity(n);
         if !params.is_null() {
-            for p in std::slice::from_raw_parts(params, n) {
+            // SAFETY: a non-null `params` holds `n` entries (module contract).
+            for p in unsafe { std::slice::from_raw_parts(params, n) } {
                 if p.key.is_null() || p.value.is_null() {
                     continue;
                 }
-                kv.push((
-                    CStr::from_ptr(p.key).to_string_lossy().into_owned(),
-                    CStr::from_ptr(p.value).to_string_lossy().into_owned(),
-                ));
+                // SAFETY: non-null keys and values are NUL-terminated C strings (module contract).
+                let (k, v) = unsafe { (CStr::from_ptr(p.key), CStr::from_ptr(p.value)) };
+                kv.push((k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()));
             }
         }
         match Config::from_params(&kv).and_then(Engine::create) {
             Ok(engine) => {
-                *out = Box::into_raw(Box::new(engine));
+                // SAFETY: `out` is non-null (checked above).
+                unsafe { *out = Box::into_raw(Box::new(engine)) };
                 Status::Success as i32
             }
             Err(e) => fail("create_backend failed", e),
@@ -170,7 +183,8 @@ pub unsafe extern "C" fn nd_engine_create(params: *const NdParam, n: usize, out:
 pub unsafe extern "C" fn nd_engine_destroy(engine: *mut Engine) {
     guard("engine teardown", || {
         if !engine.is_null() {
-            let engine = Box::from_raw(engine);
+            // SAFETY: a non-null engine came from nd_engine_create and NIXL destroys it once.
+            let engine = unsafe { Box::from_raw(engine) };
             if let Err(e) = engine.check_process() {
                 // Dropping would join lane threads that do not exist here and close DAOS
                 // handles through the parent's connections: leave it all.
@@ -193,16 +207,20 @@ pub unsafe extern "C" fn nd_register(
     out: *mut *mut Registration,
 ) -> i32 {
     guard("registerMem", || {
-        let (Some(engine), false) = (engine.as_ref(), out.is_null()) else {
+        // SAFETY: `engine` is NULL or a live Engine from nd_engine_create (module contract).
+        let (Some(engine), false) = (unsafe { engine.as_ref() }, out.is_null()) else {
             return Status::InvalidParam as i32;
         };
-        *out = std::ptr::null_mut();
+        // SAFETY: `out` is non-null (checked above) and points at the caller's slot.
+        unsafe { *out = std::ptr::null_mut() };
         let Some(mem) = MemType::from_raw(mem_type) else {
             return fail("registerMem", Error::InvalidArg(format!("unknown memory type {mem_type}")));
         };
-        match engine.register(mem, dev_id, bytes(&meta)) {
+        // SAFETY: `meta` is NULL or `meta.len` bytes valid for this call (module contract).
+        match engine.register(mem, dev_id, unsafe { bytes(&meta) }) {
             Ok(Some(reg)) => {
-                *out = Box::into_raw(reg);
+                // SAFETY: `out` is non-null (checked above).
+                unsafe { *out = Box::into_raw(reg) };
                 Status::Success as i32
             }
             Ok(None) => Status::Success as i32,
@@ -216,7 +234,8 @@ pub unsafe extern "C" fn nd_deregister(_engine: *mut Engine, md: *mut Registrati
     guard("deregisterMem", || {
         if !md.is_null() {
             // In-flight requests hold their own copy of the key.
-            drop(Box::from_raw(md));
+            // SAFETY: a non-null md came from nd_register and NIXL deregisters it once.
+            drop(unsafe { Box::from_raw(md) });
         }
         Status::Success as i32
     })
@@ -235,10 +254,12 @@ pub unsafe extern "C" fn nd_prep_xfer(
     out: *mut *mut Request,
 ) -> i32 {
     guard("prepXfer", || {
-        let (Some(engine), false) = (engine.as_ref(), out.is_null()) else {
+        // SAFETY: `engine` is NULL or a live Engine from nd_engine_create (module contract).
+        let (Some(engine), false) = (unsafe { engine.as_ref() }, out.is_null()) else {
             return Status::InvalidParam as i32;
         };
-        *out = std::ptr::null_mut();
+        // SAFETY: `out` is non-null (checked above) and points at the caller's slot.
+        unsafe { *out = std::ptr::null_mut() };
         let op = match op {
             0 => XferOp::Read,
             1 => XferOp::Write,
@@ -247,9 +268,13 @@ pub unsafe extern "C" fn nd_prep_xfer(
         let (Some(lm), Some(rm)) = (MemType::from_raw(local_mem), MemType::from_raw(remote_mem)) else {
             return fail("prepXfer", Error::InvalidArg(format!("unknown memory types {local_mem}/{remote_mem}")));
         };
-        match engine.prep(op, lm, &descs(local, n_local), rm, &descs(remote, n_remote)) {
+        // SAFETY: each list is NULL or holds its count of descriptors, whose metadata are NULL or
+        // live Registrations (module contract).
+        let (local, remote) = unsafe { (descs(local, n_local), descs(remote, n_remote)) };
+        match engine.prep(op, lm, &local, rm, &remote) {
             Ok(req) => {
-                *out = Box::into_raw(req);
+                // SAFETY: `out` is non-null (checked above).
+                unsafe { *out = Box::into_raw(req) };
                 Status::Success as i32
             }
             Err(e) => fail("prepXfer", e),
@@ -260,7 +285,8 @@ pub unsafe extern "C" fn nd_prep_xfer(
 #[no_mangle]
 pub unsafe extern "C" fn nd_post_xfer(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("postXfer", || {
-        let (Some(engine), Some(req)) = (engine.as_ref(), req.as_ref()) else {
+        // SAFETY: each is NULL or a live object this module handed out (module contract).
+        let (Some(engine), Some(req)) = (unsafe { (engine.as_ref(), req.as_ref()) }) else {
             return Status::InvalidParam as i32;
         };
         match engine.check_process().and_then(|_| engine.post(req)) {
@@ -273,7 +299,8 @@ pub unsafe extern "C" fn nd_post_xfer(engine: *mut Engine, req: *mut Request) ->
 #[no_mangle]
 pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("checkXfer", || {
-        let (Some(engine), Some(req)) = (engine.as_ref(), req.as_ref()) else {
+        // SAFETY: each is NULL or a live object this module handed out (module contract).
+        let (Some(engine), Some(req)) = (unsafe { (engine.as_ref(), req.as_ref()) }) else {
             return Status::InvalidParam as i32;
         };
         match engine.check(req) {
@@ -286,12 +313,15 @@ pub unsafe extern "C" fn nd_check_xfer(engine: *mut Engine, req: *mut Request) -
 #[no_mangle]
 pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) -> i32 {
     guard("releaseReqH", || {
-        let (Some(engine), Some(r)) = (engine.as_ref(), req.as_ref()) else {
+        // SAFETY: each is NULL or a live object this module handed out (module contract).
+        let (Some(engine), Some(r)) = (unsafe { (engine.as_ref(), req.as_ref()) }) else {
             return Status::Success as i32;
         };
         match engine.release(r) {
             Ok(()) => {
-                drop(Box::from_raw(req));
+                // SAFETY: `req` came from nd_prep_xfer, `r` is not used past here, and NIXL
+                // releases a request once.
+                drop(unsafe { Box::from_raw(req) });
                 Status::Success as i32
             }
             // Still DAOS's: the request stays allocated and the caller keeps it.
@@ -303,7 +333,8 @@ pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) 
 #[no_mangle]
 pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n: usize, sizes: *mut i64) -> i32 {
     guard("queryMem", || {
-        let Some(engine) = engine.as_ref() else {
+        // SAFETY: NULL or a live Engine from nd_engine_create (module contract).
+        let Some(engine) = (unsafe { engine.as_ref() }) else {
             return Status::InvalidParam as i32;
         };
         if n == 0 {
@@ -312,11 +343,17 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
         if keys.is_null() || sizes.is_null() {
             return Status::InvalidParam as i32;
         }
-        let keys: Vec<ObjectKey> =
-            std::slice::from_raw_parts(keys, n).iter().map(|k| ObjectKey::from_bytes(bytes(k))).collect();
+        // SAFETY: `keys` is non-null (checked above) and holds `n` strings, each NULL or valid for
+        // its length (module contract).
+        let keys: Vec<ObjectKey> = unsafe { std::slice::from_raw_parts(keys, n) }
+            .iter()
+            // SAFETY: each key is NULL or valid for its length (module contract).
+            .map(|k| ObjectKey::from_bytes(unsafe { bytes(k) }))
+            .collect();
         match engine.check_process().and_then(|_| engine.query_sizes(&keys)) {
             Ok(found) => {
-                let out = std::slice::from_raw_parts_mut(sizes, n);
+                // SAFETY: `sizes` is non-null (checked above) and holds `n` slots (module contract).
+                let out = unsafe { std::slice::from_raw_parts_mut(sizes, n) };
                 for (o, f) in out.iter_mut().zip(found) {
                     *o = f.map(|s| s as i64).unwrap_or(-1);
                 }

@@ -16,13 +16,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use parking_lot::{Condvar, Mutex};
+
 use crate::attempt::Attempt;
 use crate::daos::io::{Extent, IoDesc, IoKind};
-use crate::daos::{daos_event_t, EventQueue, Library, Object};
+use crate::daos::{daos_event_t, Bound, EventQueue, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
 
@@ -145,7 +147,7 @@ unsafe impl Send for OrphanOp {}
 impl Orphans {
     fn adopt(&self, ops: Vec<*mut Op>) {
         let n = ops.len();
-        self.incoming.lock().unwrap().extend(ops.into_iter().map(OrphanOp));
+        self.incoming.lock().extend(ops.into_iter().map(OrphanOp));
         self.count.fetch_add(n, Ordering::AcqRel);
     }
 
@@ -158,8 +160,8 @@ impl Orphans {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
-        let Ok(mut held) = self.held.try_lock() else { return };
-        held.extend(self.incoming.lock().unwrap().drain(..));
+        let Some(mut held) = self.held.try_lock() else { return };
+        held.extend(self.incoming.lock().drain(..));
         let (mut i, mut tested, mut reaped, mut misses) = (0, 0, 0, 0);
         while i < held.len() && tested < ORPHAN_BATCH && misses < ORPHAN_MISSES {
             let raw = held[i].0;
@@ -172,6 +174,7 @@ impl Orphans {
                     misses = 0;
                     // SAFETY: reaped: DAOS is done with it, and the list no longer names it.
                     let mut op = unsafe { Box::from_raw(raw) };
+                    // SAFETY: initialised, and no longer running (reaped, or never launched).
                     unsafe { lib.fini_event(&mut op.ev) };
                 }
                 Ok(false) => {
@@ -229,7 +232,7 @@ impl Shared {
 
     /// Records an update about to be sent; Err when an abandoned earlier one blocks the key.
     fn fence_enter(&self, key: &ObjectKey, deadline: Instant) -> Result<(), Error> {
-        let mut w = self.writes.lock().unwrap();
+        let mut w = self.writes.lock();
         let now = Instant::now();
         let held = w.entry(key.clone()).or_default();
         if held.iter().any(|&d| d <= now) {
@@ -240,7 +243,7 @@ impl Shared {
     }
 
     fn fence_leave(&self, key: &ObjectKey, deadline: Instant) {
-        let mut w = self.writes.lock().unwrap();
+        let mut w = self.writes.lock();
         if let Some(held) = w.get_mut(key) {
             if let Some(i) = held.iter().position(|&d| d == deadline) {
                 held.swap_remove(i);
@@ -258,9 +261,16 @@ impl Shared {
 /// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
 /// Queries still inside DAOS when it gives up (at `deadline`, or on an error of DAOS's event
 /// calls) go to `lanes`, which free them once DAOS completes them.
-pub fn query_sizes(lib: &'static Library, obj: &Object, lanes: &Lanes, keys: &[ObjectKey], window: usize, deadline: Instant) -> Result<Vec<Option<u64>>, Error> {
+pub fn query_sizes(
+    lib: &'static Library,
+    obj: &Object,
+    lanes: &Lanes,
+    keys: &[ObjectKey],
+    window: usize,
+    bound: Bound,
+) -> Result<Vec<Option<u64>>, Error> {
     let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
-    let result = drive_queries(lib, obj, keys, window, deadline, &mut inflight);
+    let result = drive_queries(lib, obj, keys, window, bound, &mut inflight);
     if !inflight.is_empty() {
         lanes.adopt_queries(inflight.into_iter().map(|(_, op)| op).collect());
     }
@@ -272,9 +282,10 @@ fn drive_queries(
     obj: &Object,
     keys: &[ObjectKey],
     window: usize,
-    deadline: Instant,
+    bound: Bound,
     inflight: &mut VecDeque<(usize, *mut Op)>,
 ) -> Result<Vec<Option<u64>>, Error> {
+    let deadline = bound.deadline;
     let mut sizes = vec![None; keys.len()];
     let mut first_err: Option<Error> = None;
     let mut next = 0;
@@ -296,6 +307,7 @@ fn drive_queries(
             } else {
                 // SAFETY: not launched, so not DAOS's.
                 let mut op = unsafe { Box::from_raw(raw) };
+                // SAFETY: initialised, and no longer running (reaped, or never launched).
                 unsafe { lib.fini_event(&mut op.ev) };
                 first_err.get_or_insert(op.daos_error(lib, rc));
             }
@@ -312,6 +324,7 @@ fn drive_queries(
             // SAFETY: reaped: DAOS is done with it.
             let mut op = unsafe { Box::from_raw(raw) };
             let rc = op.ev.ev_error;
+            // SAFETY: initialised, and no longer running (reaped, or never launched).
             unsafe { lib.fini_event(&mut op.ev) };
             match op.size_result(lib, rc) {
                 Ok(size) => sizes[index] = size,
@@ -321,7 +334,7 @@ fn drive_queries(
             }
         } else if Instant::now() >= deadline {
             let missing = inflight.len() + (keys.len() - next);
-            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: 0 });
+            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: bound.ms });
         }
     }
     match first_err {
@@ -349,11 +362,6 @@ struct Lane {
     /// This lane also reaps the size queries a queryMem gave up on (lane 0).
     reaps_orphans: bool,
 }
-
-// SAFETY: the raw pointers inside waiting ops are owned by them (see Op); the EQ handle is
-// usable from any thread.
-unsafe impl Send for Lane {}
-unsafe impl Sync for Lane {}
 
 impl Lane {
     /// Launches `op` now; it holds one engine-wide in-flight slot already, which this gives
@@ -428,7 +436,7 @@ impl Lane {
             self.launch(op);
             self.wake();
         } else {
-            let mut w = sh.waiting.lock().unwrap();
+            let mut w = sh.waiting.lock();
             w.push_back(op);
             sh.waiting_len.store(w.len(), Ordering::SeqCst);
         }
@@ -439,7 +447,7 @@ impl Lane {
     /// the lock orders the notification after its check.
     fn wake(&self) {
         if self.parked.load(Ordering::SeqCst) {
-            let _g = self.park_lock.lock().unwrap();
+            let _g = self.park_lock.lock();
             self.idle.notify_one();
         }
     }
@@ -450,7 +458,7 @@ impl Lane {
         let sh = &self.shared;
         while sh.waiting_len.load(Ordering::SeqCst) > 0 && sh.reserve() {
             let op = {
-                let mut w = sh.waiting.lock().unwrap();
+                let mut w = sh.waiting.lock();
                 let op = w.pop_front();
                 sh.waiting_len.store(w.len(), Ordering::SeqCst);
                 op
@@ -476,14 +484,15 @@ impl Lane {
 
     /// Sleeps while there is nothing to do. Returns false when it did not sleep.
     fn park(&self) -> bool {
-        let g = self.park_lock.lock().unwrap();
+        let mut g = self.park_lock.lock();
         self.parked.store(true, Ordering::SeqCst);
         let idle = self.shared.waiting_len.load(Ordering::SeqCst) == 0
             && self.inflight.load(Ordering::SeqCst) == 0
             && !self.stop.load(Ordering::SeqCst);
         if idle {
             let orphans = self.reaps_orphans && self.shared.orphans.count.load(Ordering::Acquire) > 0;
-            drop(self.idle.wait_timeout(g, if orphans { PARK_REAPING } else { PARK }).unwrap());
+            self.idle.wait_for(&mut g, if orphans { PARK_REAPING } else { PARK });
+            drop(g);
         }
         self.parked.store(false, Ordering::SeqCst);
         idle
@@ -545,7 +554,13 @@ pub struct Lanes {
 }
 
 impl Lanes {
-    pub fn start(lib: &'static Library, obj: Arc<Object>, n: usize, max_inflight: usize, grace: Duration) -> Result<Lanes, Error> {
+    pub fn start(
+        lib: &'static Library,
+        obj: Arc<Object>,
+        n: usize,
+        max_inflight: usize,
+        grace: Duration,
+    ) -> Result<Lanes, Error> {
         let shared = Arc::new(Shared {
             lib,
             max_inflight: max_inflight.max(1),
@@ -556,7 +571,8 @@ impl Lanes {
             orphans: Orphans::default(),
         });
         // Built up in place: if a later lane fails to start, dropping `lanes` stops the earlier ones.
-        let mut lanes = Lanes { shared: shared.clone(), lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
+        let mut lanes =
+            Lanes { shared: shared.clone(), lanes: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0), grace };
         for i in 0..n {
             let lane = Arc::new(Lane {
                 shared: shared.clone(),
@@ -580,7 +596,7 @@ impl Lanes {
                         l.leaked.store(l.inflight.load(Ordering::SeqCst).max(1) as u64, Ordering::Release);
                     }
                 })
-                .map_err(|e| Error::InvalidArg(format!("cannot start DAOS progress thread: {e}")))?;
+                .map_err(|source| Error::Spawn { what: "a DAOS progress thread", source })?;
             lanes.lanes.push(lane);
             lanes.threads.push(t);
         }
@@ -614,10 +630,10 @@ impl Lanes {
     pub fn shutdown(&mut self) -> u64 {
         for l in &self.lanes {
             l.stop.store(true, Ordering::Release);
-            let _g = l.park_lock.lock().unwrap();
+            let _g = l.park_lock.lock();
             l.idle.notify_all();
         }
-        let drained: Vec<_> = self.shared.waiting.lock().unwrap().drain(..).collect();
+        let drained: Vec<_> = self.shared.waiting.lock().drain(..).collect();
         self.shared.waiting_len.store(0, Ordering::SeqCst);
         for op in drained {
             op.fail(Error::ShuttingDown, false);

@@ -7,15 +7,19 @@
 
 #![allow(non_snake_case)] // the crate name is fixed by NIXL: libplugin_DAOS.so
 
-pub mod attempt;
+// The crate's real interface is its C ABI (`ffi`, exported by #[no_mangle] whatever the module's
+// visibility). The four public modules are the test-facing API: tests/engine_sim.rs drives an
+// `Engine` directly (config, requests, errors and statuses, object keys) against daos-sim.
+// Nothing else is public; it is not a Rust library API and carries no stability promise.
+mod attempt;
 pub mod config;
-pub mod daos;
+mod daos;
 pub mod engine;
 pub mod error;
-pub mod ffi;
-pub mod host;
+mod ffi;
+mod host;
 pub mod key;
-pub mod lanes;
-pub mod log;
-pub mod nixl_version;
-pub mod planner;
+mod lanes;
+mod log;
+mod nixl_version;
+mod planner;

@@ -1,8 +1,14 @@
 //! Logging through `tracing`, at NIXL's log level (`NIXL_LOG_LEVEL`: TRACE, DEBUG, INFO, WARN,
-//! ERROR or FATAL; NIXL's default is WARN). Lines go to stderr, or, when the shim installed a
-//! sink first (NIXL's own build does: `nd_set_log_sink`), to the host's logger, so they come out
-//! through NIXL's macros with NIXL's format. If the host process already installed a global
-//! subscriber (a Rust consumer such as KVBM), our events go to it instead.
+//! ERROR or FATAL; NIXL's default is WARN). Lines go to stderr, or, when a sink was installed
+//! first (the in-tree build under upstream/ does: its shim calls `nd_set_log_sink`), to the
+//! host's logger, so they come out through NIXL's log macros with NIXL's format.
+//!
+//! The plugin's `tracing` is private to it: `libplugin_DAOS.so` links its own copy of `tracing`
+//! and exports only its C entry points, so a Rust host (such as KVBM) that installed its own
+//! global subscriber never sees these events, and `init` below always installs ours. A user
+//! gets the plugin's logs by setting `NIXL_LOG_LEVEL` (stderr), or through NIXL's logger in the
+//! in-tree build. (Only where this crate is linked as an rlib, as in its own Rust tests, does an
+//! already-installed subscriber win: `try_init` then leaves it in place.)
 
 use std::ffi::c_char;
 use std::io;
@@ -41,12 +47,9 @@ pub fn init() {
         let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false);
         let _ = match SINK.get() {
             // The host's logger stamps time and level itself.
-            Some(&sink) => builder
-                .without_time()
-                .with_level(false)
-                .with_ansi(false)
-                .with_writer(SinkWriter(sink))
-                .try_init(),
+            Some(&sink) => {
+                builder.without_time().with_level(false).with_ansi(false).with_writer(SinkWriter(sink)).try_init()
+            }
             None => builder.with_writer(io::stderr).try_init(),
         };
     });
@@ -108,7 +111,7 @@ impl Drop for SinkLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use parking_lot::Mutex;
 
     #[test]
     fn nixl_levels() {
@@ -124,7 +127,7 @@ mod tests {
     unsafe extern "C" fn collect(level: i32, msg: *const c_char, len: usize) {
         // SAFETY: SinkLine passes a pointer and length of a live byte slice.
         let bytes = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
-        LINES.lock().unwrap().push((level, String::from_utf8_lossy(bytes).into_owned()));
+        LINES.lock().push((level, String::from_utf8_lossy(bytes).into_owned()));
     }
 
     #[test]
@@ -142,7 +145,7 @@ mod tests {
             tracing::warn!(key = "k1", "slow");
             tracing::debug!("filtered out");
         });
-        let lines = LINES.lock().unwrap().clone();
+        let lines = LINES.lock().clone();
         assert_eq!(lines, vec![(4, "pool tank is gone".to_string()), (3, "slow key=\"k1\"".to_string())]);
     }
 }

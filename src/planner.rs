@@ -78,6 +78,7 @@ pub struct Fold {
 }
 
 impl Fold {
+    #[cfg(test)]
     pub fn bytes(&self) -> u64 {
         self.extents.iter().map(|e| e.len).sum()
     }
@@ -168,7 +169,8 @@ fn add<'a>(folds: &mut Vec<Fold>, open: &mut OpenFolds<'a>, key: &'a ObjectKey, 
             let last = f.extents.last_mut().expect("open folds are never empty");
             if last.offset + last.len == ext.offset && last.addr + last.len == ext.addr {
                 // Contiguous in the object and in memory: grow the last extent.
-                let body = s.body - extent_body_bytes(last.offset, last.len) + extent_body_bytes(last.offset, last.len + ext.len);
+                let body = s.body - extent_body_bytes(last.offset, last.len)
+                    + extent_body_bytes(last.offset, last.len + ext.len);
                 if body <= DAOS_RPC_SIZE {
                     s.ranges.insert(last.offset, end);
                     last.len += ext.len;
@@ -457,7 +459,8 @@ mod tests {
 
     #[test]
     fn sized_splits_a_key_into_equal_rpcs() {
-        let sizes = |pairs: &[Pair], target| plan(pairs, sized(target)).unwrap().iter().map(|f| f.bytes()).collect::<Vec<_>>();
+        let sizes =
+            |pairs: &[Pair], target| plan(pairs, sized(target)).unwrap().iter().map(|f| f.bytes()).collect::<Vec<_>>();
         // 10 MiB under 8 MiB: 5 + 5, not 8 + 2; 1.25 MiB under 1 MiB: 640 + 640 KiB.
         assert_eq!(sizes(&kv(1, 10, MIB), 8 * MIB), [5 * MIB, 5 * MIB]);
         assert_eq!(sizes(&kv(1, 40, 32 * KIB), MIB), [640 * KIB, 640 * KIB]);

@@ -5,9 +5,9 @@
 
 use std::ptr::addr_of_mut;
 
+use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 use super::{iov, sys, Library, Object};
 use crate::key::ObjectKey;
-use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 
 /// The akey under which a key's bytes live (a byte array: one record per byte).
 pub const DATA_AKEY: &[u8] = b"data";
@@ -119,24 +119,34 @@ impl Object {
     /// `io`, `ev` and the user buffers named by `io`'s extents must stay alive and unmoved
     /// until `ev` has been reaped from its queue.
     pub unsafe fn launch(&self, io: *mut IoDesc, ev: *mut daos_event_t) -> i32 {
-        (*io).wire();
+        // SAFETY: `io` is valid and not yet launched (this function's contract), so nothing else
+        // touches it while `wire` points its descriptors at its own fields.
+        unsafe { (*io).wire() };
         let lib: &Library = self.lib;
         let th = sys::daos_handle_t::default();
-        let dkey = addr_of_mut!((*io).dkey_iov);
-        let iod = addr_of_mut!((*io).iod);
-        let sgl = addr_of_mut!((*io).sgl);
-        match (*io).kind {
-            IoKind::Update => lib.api.daos_obj_update(self.oh, th, 0, dkey, 1, iod, sgl, ev),
-            IoKind::Fetch => lib.api.daos_obj_fetch(self.oh, th, 0, dkey, 1, iod, sgl, std::ptr::null_mut(), ev),
-            IoKind::Size => lib.api.daos_obj_query_key(
-                self.oh,
-                th,
-                sys::DAOS_GET_MAX | sys::DAOS_GET_RECX,
-                dkey,
+        // SAFETY: field addresses of a valid `io`; no reference is created.
+        let (dkey, iod, sgl, akey, query, kind) = unsafe {
+            (
+                addr_of_mut!((*io).dkey_iov),
+                addr_of_mut!((*io).iod),
+                addr_of_mut!((*io).sgl),
                 addr_of_mut!((*io).akey_iov),
                 addr_of_mut!((*io).query),
-                ev,
-            ),
+                (*io).kind,
+            )
+        };
+        match kind {
+            // SAFETY: every pointer handed to DAOS stays valid and unmoved until `ev`
+            // is reaped (this function's contract), which is what the asynchronous call needs.
+            IoKind::Update => unsafe { lib.api.daos_obj_update(self.oh, th, 0, dkey, 1, iod, sgl, ev) },
+            // SAFETY: as above.
+            IoKind::Fetch => unsafe {
+                lib.api.daos_obj_fetch(self.oh, th, 0, dkey, 1, iod, sgl, std::ptr::null_mut(), ev)
+            },
+            // SAFETY: as above.
+            IoKind::Size => unsafe {
+                lib.api.daos_obj_query_key(self.oh, th, sys::DAOS_GET_MAX | sys::DAOS_GET_RECX, dkey, akey, query, ev)
+            },
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Safe wrappers over libdaos: a loaded `Library`, and RAII handles `Pool`, `Container`,
-//! `Object`, `EventQueue`. The one `unsafe` boundary to DAOS lives here and in `sys`.
+//! `Object`, `EventQueue`. Every call into libdaos is made here, in `io` and through `sys`'s
+//! table. The unsafe fns here (`Object::launch` and the event calls) hand the rest of the
+//! contract to their one caller, `crate::lanes`, whose unsafe blocks hold the launched
+//! operations' raw pointers between launch and reap and free them; each block says why.
 //!
 //! Asynchronous I/O is launched through `Object::launch`, whose contract (like io_uring's
 //! push) is: everything the operation points at (keys, iods, recxs, sgls, iovs, the event
@@ -13,7 +16,9 @@ pub mod sys;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
@@ -30,17 +35,15 @@ pub struct Library {
 impl Library {
     pub fn load(path: &str) -> Result<&'static Library, Error> {
         static LOADED: OnceLock<Mutex<HashMap<String, &'static Library>>> = OnceLock::new();
-        let mut map = LOADED.get_or_init(Default::default).lock().unwrap();
+        let mut map = LOADED.get_or_init(Default::default).lock();
         if let Some(lib) = map.get(path) {
             return Ok(lib);
         }
         log_route::route();
         // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
         // the library the user named for exactly this purpose.
-        let api = unsafe { sys::DaosApi::new(path) }.map_err(|e| Error::Load {
-            path: path.to_string(),
-            reason: e.to_string(),
-        })?;
+        let api =
+            unsafe { sys::DaosApi::new(path) }.map_err(|source| Error::Load { path: path.to_string(), source })?;
         let lib: &'static Library = Box::leak(Box::new(Library { api, path: path.to_string() }));
         map.insert(path.to_string(), lib);
         Ok(lib)
@@ -79,7 +82,9 @@ impl Library {
     /// # Safety
     /// `ev` must stay valid and unmoved until it is reaped or finalised.
     pub unsafe fn init_event_unqueued(&self, ev: *mut daos_event_t) -> Result<(), Error> {
-        self.check("daos_event_init", self.api.daos_event_init(ev, daos_handle_t::default(), std::ptr::null_mut()))
+        // SAFETY: `ev` stays valid until reaped or finalised (this function's contract); no queue.
+        let rc = unsafe { self.api.daos_event_init(ev, daos_handle_t::default(), std::ptr::null_mut()) };
+        self.check("daos_event_init", rc)
     }
 
     /// Progresses DAOS until `ev` completes or `timeout_us` passes; true once it is reaped.
@@ -88,14 +93,17 @@ impl Library {
     /// `ev` was initialised with `init_event_unqueued` and launched.
     pub unsafe fn event_test(&self, ev: *mut daos_event_t, timeout_us: i64) -> Result<bool, Error> {
         let mut done = false;
-        self.check("daos_event_test", self.api.daos_event_test(ev, timeout_us, &mut done))?;
+        // SAFETY: `ev` is an initialised, launched event (this function's contract).
+        let rc = unsafe { self.api.daos_event_test(ev, timeout_us, &mut done) };
+        self.check("daos_event_test", rc)?;
         Ok(done)
     }
 
     /// # Safety
     /// `ev` was initialised and is not running.
     pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
-        let rc = self.api.daos_event_fini(ev);
+        // SAFETY: `ev` is initialised and not running (this function's contract).
+        let rc = unsafe { self.api.daos_event_fini(ev) };
         if rc != 0 {
             tracing::debug!("daos_event_fini: {}", self.errstr(rc));
         }
@@ -209,17 +217,24 @@ impl Pool {
                 let mut poh = daos_handle_t::default();
                 // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
                 let rc = unsafe {
-                    lib.api.daos_pool_connect2(l.as_ptr(), s.as_ptr(), sys::DAOS_PC_RW, &mut poh, std::ptr::null_mut(), std::ptr::null_mut())
+                    lib.api.daos_pool_connect2(
+                        l.as_ptr(),
+                        s.as_ptr(),
+                        sys::DAOS_PC_RW,
+                        &mut poh,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
                 };
-                let result = lib.check("daos_pool_connect", rc).map(|_| Pool { lib, poh, label });
+                let result = lib.check("daos_pool_connect2", rc).map(|_| Pool { lib, poh, label });
                 // Nobody waits any more: a late pool is dropped (disconnected) here.
                 let _ = tx.send(result);
                 drop(init);
             })
-            .map_err(|e| Error::InvalidArg(format!("cannot start a thread to connect to the pool: {e}")))?;
+            .map_err(|source| Error::Spawn { what: "a thread to connect to the pool", source })?;
         match rx.recv_timeout(bound.deadline.saturating_duration_since(Instant::now())) {
             Ok(result) => result,
-            Err(_) => Err(Error::Timeout { what: "daos_pool_connect".into(), ms: bound.ms }),
+            Err(_) => Err(Error::Timeout { what: "daos_pool_connect2".into(), ms: bound.ms }),
         }
     }
 }
@@ -244,22 +259,43 @@ pub struct Container {
 
 impl Container {
     /// Opens `label`; when it does not exist and `create` is set, creates it first.
-    pub fn open(lib: &'static Library, pool: &Pool, label: &str, create: bool, bound: Bound) -> Result<Container, Error> {
+    pub fn open(
+        lib: &'static Library,
+        pool: &Pool,
+        label: &str,
+        create: bool,
+        bound: Bound,
+    ) -> Result<Container, Error> {
         let poh = pool.poh;
         let open = || {
-            bounded(lib, "daos_cont_open", bound, (cstring("container", label)?, daos_handle_t::default()), |(l, coh), ev| {
-                // SAFETY: valid pool handle; label and out handle live in bounded's state.
-                unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), sys::DAOS_COO_RW, coh, std::ptr::null_mut(), ev) }
-            })
+            bounded(
+                lib,
+                "daos_cont_open2",
+                bound,
+                (cstring("container", label)?, daos_handle_t::default()),
+                |(l, coh), ev| {
+                    // SAFETY: valid pool handle; label and out handle live in bounded's state.
+                    unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), sys::DAOS_COO_RW, coh, std::ptr::null_mut(), ev) }
+                },
+            )
         };
         let coh = match open() {
             Err(e) if create && e.der() == Some(-sys::DER_NONEXIST) => {
                 tracing::info!(container = label, pool = %pool.label, "creating container");
-                let created = bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
-                    // SAFETY: valid handle; the label lives in bounded's state; NULL props and
-                    // uuid out are allowed.
-                    unsafe { lib.api.daos_cont_create_with_label(poh, l.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), ev) }
-                });
+                let created =
+                    bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
+                        // SAFETY: valid handle; the label lives in bounded's state; NULL props and
+                        // uuid out are allowed.
+                        unsafe {
+                            lib.api.daos_cont_create_with_label(
+                                poh,
+                                l.as_ptr(),
+                                std::ptr::null_mut(),
+                                std::ptr::null_mut(),
+                                ev,
+                            )
+                        }
+                    });
                 // Another agent may have created it at the same moment: EXIST is fine.
                 match created {
                     Err(e) if e.der() != Some(-sys::DER_EXIST) => return Err(e),
@@ -290,11 +326,17 @@ impl Container {
         };
         let mut value = vec![0u8; size];
         let bufs = [value.as_mut_ptr().cast::<std::ffi::c_void>()];
-        let (_, _, value, _, size) = bounded(lib, "daos_cont_get_attr", self.bound, (n, names, value, bufs, size), |(_, names, _, bufs, size), ev| {
-            // SAFETY: one buffer of `size` bytes (the Vec's heap block, which moving the Vec
-            // does not move); all in bounded's state.
-            unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), bufs.as_ptr(), size, ev) }
-        })?;
+        let (_, _, value, _, size) = bounded(
+            lib,
+            "daos_cont_get_attr",
+            self.bound,
+            (n, names, value, bufs, size),
+            |(_, names, _, bufs, size), ev| {
+                // SAFETY: one buffer of `size` bytes (the Vec's heap block, which moving the Vec
+                // does not move); all in bounded's state.
+                unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), bufs.as_ptr(), size, ev) }
+            },
+        )?;
         let mut value = value;
         value.truncate(size);
         Ok(Some(value))
@@ -307,11 +349,17 @@ impl Container {
         let value = value.to_vec();
         let values = [value.as_ptr().cast::<std::ffi::c_void>()];
         let sizes = [value.len()];
-        bounded(lib, "daos_cont_set_attr", self.bound, (n, names, value, values, sizes), |(_, names, _, values, sizes), ev| {
-            // SAFETY: one name, value and size, all owned by bounded's state (heap blocks do
-            // not move with it).
-            unsafe { lib.api.daos_cont_set_attr(coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), ev) }
-        })
+        bounded(
+            lib,
+            "daos_cont_set_attr",
+            self.bound,
+            (n, names, value, values, sizes),
+            |(_, names, _, values, sizes), ev| {
+                // SAFETY: one name, value and size, all owned by bounded's state (heap blocks do
+                // not move with it).
+                unsafe { lib.api.daos_cont_set_attr(coh, 1, names.as_ptr(), values.as_ptr(), sizes.as_ptr(), ev) }
+            },
+        )
         .map(|_| ())
     }
 }
@@ -331,10 +379,6 @@ pub struct Object {
     lib: &'static Library,
     pub(crate) oh: daos_handle_t,
 }
-
-// SAFETY: DAOS handles are plain cookies usable from any thread.
-unsafe impl Send for Object {}
-unsafe impl Sync for Object {}
 
 impl Object {
     /// The id DAOS gives object `lo` of class `oclass` (0: chosen from the container's
@@ -394,7 +438,10 @@ impl ObjectId {
 
     pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {
         let b: &[u8; 16] = b.try_into().ok()?;
-        Some(ObjectId { lo: u64::from_le_bytes(b[..8].try_into().unwrap()), hi: u64::from_le_bytes(b[8..].try_into().unwrap()) })
+        Some(ObjectId {
+            lo: u64::from_le_bytes(b[..8].try_into().unwrap()),
+            hi: u64::from_le_bytes(b[8..].try_into().unwrap()),
+        })
     }
 }
 
@@ -414,10 +461,6 @@ pub struct EventQueue {
     eqh: daos_handle_t,
     destroyed: std::sync::atomic::AtomicBool,
 }
-
-// SAFETY: an EQ handle is a cookie; DAOS serialises access to the queue internally.
-unsafe impl Send for EventQueue {}
-unsafe impl Sync for EventQueue {}
 
 impl EventQueue {
     pub fn create(lib: &'static Library) -> Result<EventQueue, Error> {
@@ -442,13 +485,16 @@ impl EventQueue {
     /// # Safety
     /// `ev` must stay valid and unmoved until it is reaped or finalised.
     pub unsafe fn init_event(&self, ev: *mut daos_event_t) -> Result<(), Error> {
-        self.lib.check("daos_event_init", self.lib.api.daos_event_init(ev, self.eqh, std::ptr::null_mut()))
+        // SAFETY: `ev` stays valid until reaped or finalised (this function's contract).
+        let rc = unsafe { self.lib.api.daos_event_init(ev, self.eqh, std::ptr::null_mut()) };
+        self.lib.check("daos_event_init", rc)
     }
 
     /// # Safety
     /// `ev` was initialised with `init_event` and is not running.
     pub unsafe fn fini_event(&self, ev: *mut daos_event_t) {
-        self.lib.fini_event(ev)
+        // SAFETY: the same contract as this function's.
+        unsafe { self.lib.fini_event(ev) }
     }
 
     /// Destroys the queue once it has nothing in flight.

@@ -22,31 +22,45 @@ use crate::store::{self, ContData};
 
 /// Runs or launches a task.
 unsafe fn submit(ev: *mut daos_event_t, task: Task) -> c_int {
-    if ev.is_null() {
-        task.run_sync()
-    } else {
-        event::launch(ev, task)
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        if ev.is_null() {
+            task.run_sync()
+        } else {
+            event::launch(ev, task)
+        }
     }
 }
 
 /// Reports `rc` (an immediate result, e.g. a validation error) the way the API does.
 unsafe fn finish(ev: *mut daos_event_t, rc: c_int) -> c_int {
-    if ev.is_null() {
-        rc
-    } else {
-        event::launch(ev, Task::new(false, None, Box::new(move || rc)))
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        if ev.is_null() {
+            rc
+        } else {
+            event::launch(ev, Task::new(false, None, Box::new(move || rc)))
+        }
     }
 }
 
 /// Raw pointers moved into a task: the caller keeps what they point to alive until completion.
 struct Raw<T>(T);
+// SAFETY: needed (raw pointers are not Send); the task only touches them while the caller keeps
+// them alive, and no other thread touches them meanwhile (the DAOS event contract).
 unsafe impl<T> Send for Raw<T> {}
 
 unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a str> {
-    if p.is_null() {
-        None
-    } else {
-        CStr::from_ptr(p).to_str().ok()
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        if p.is_null() {
+            None
+        } else {
+            CStr::from_ptr(p).to_str().ok()
+        }
     }
 }
 
@@ -90,42 +104,46 @@ pub unsafe extern "C" fn daos_pool_connect2(
     info: *mut daos_pool_info_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    if !initialized() {
-        return -DER_UNINIT;
-    }
-    let Some(name) = cstr(pool) else { return finish(ev, -DER_INVAL) };
-    if !sys.is_null() && CStr::from_ptr(sys).to_bytes().len() > DAOS_SYS_NAME_MAX {
-        return finish(ev, -DER_INVAL);
-    }
-    if (flags & (DAOS_PC_RO | DAOS_PC_RW | DAOS_PC_EX)).count_ones() != 1 || poh.is_null() {
-        return finish(ev, -DER_INVAL);
-    }
-    if !store::label_is_valid(name) && store::parse_uuid(name).is_none() {
-        return finish(ev, -DER_INVAL);
-    }
-    let name = name.to_string();
-    let out = Raw((poh, info));
-    let work: Work = Box::new(move || {
-        let out = out;
-        let (poh, info) = out.0;
-        let Some(p) = sim::global().store.find_pool(&name) else {
-            tracing::debug!(pool = %name, "pool_connect: no such pool");
-            return -DER_NONEXIST;
-        };
-        let h = handles::insert(Hdl::Pool(Arc::new(PoolH {
-            pool: p,
-            writable: flags & DAOS_PC_RO == 0,
-            open_conts: Default::default(),
-        })));
-        unsafe {
-            *poh = h;
-            if !info.is_null() {
-                std::ptr::write_bytes(info, 0, 1);
-            }
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if !initialized() {
+            return -DER_UNINIT;
         }
-        0
-    });
-    submit(ev, Task::new(false, None, work))
+        let Some(name) = cstr(pool) else { return finish(ev, -DER_INVAL) };
+        if !sys.is_null() && CStr::from_ptr(sys).to_bytes().len() > DAOS_SYS_NAME_MAX {
+            return finish(ev, -DER_INVAL);
+        }
+        if (flags & (DAOS_PC_RO | DAOS_PC_RW | DAOS_PC_EX)).count_ones() != 1 || poh.is_null() {
+            return finish(ev, -DER_INVAL);
+        }
+        if !store::label_is_valid(name) && store::parse_uuid(name).is_none() {
+            return finish(ev, -DER_INVAL);
+        }
+        let name = name.to_string();
+        let out = Raw((poh, info));
+        let work: Work = Box::new(move || {
+            let out = out;
+            let (poh, info) = out.0;
+            let Some(p) = sim::global().store.find_pool(&name) else {
+                tracing::debug!(pool = %name, "pool_connect: no such pool");
+                return -DER_NONEXIST;
+            };
+            let h = handles::insert(Hdl::Pool(Arc::new(PoolH {
+                pool: p,
+                writable: flags & DAOS_PC_RO == 0,
+                open_conts: Default::default(),
+            })));
+            {
+                *poh = h;
+                if !info.is_null() {
+                    std::ptr::write_bytes(info, 0, 1);
+                }
+            }
+            0
+        });
+        submit(ev, Task::new(false, None, work))
+    }
 }
 
 /// Legacy name of `daos_pool_connect2`.
@@ -141,30 +159,36 @@ pub unsafe extern "C" fn daos_pool_connect(
     info: *mut daos_pool_info_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    daos_pool_connect2(pool, sys, flags, poh, info, ev)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { daos_pool_connect2(pool, sys, flags, poh, info, ev) }
 }
 
 /// # Safety
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_pool_disconnect(poh: daos_handle_t, ev: *mut daos_event_t) -> c_int {
-    if handles::pool(poh).is_none() {
-        return finish(ev, -DER_NO_HDL);
-    }
-    let work: Work = Box::new(move || {
-        let mut r = handles::write();
-        match r.get(&poh.cookie) {
-            Some(Hdl::Pool(p)) => {
-                if p.open_conts.load(Relaxed) > 0 {
-                    return -DER_BUSY;
-                }
-            }
-            _ => return -DER_NO_HDL,
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if handles::pool(poh).is_none() {
+            return finish(ev, -DER_NO_HDL);
         }
-        r.remove(&poh.cookie);
-        0
-    });
-    submit(ev, Task::new(false, None, work))
+        let work: Work = Box::new(move || {
+            let mut r = handles::write();
+            match r.get(&poh.cookie) {
+                Some(Hdl::Pool(p)) => {
+                    if p.open_conts.load(Relaxed) > 0 {
+                        return -DER_BUSY;
+                    }
+                }
+                _ => return -DER_NO_HDL,
+            }
+            r.remove(&poh.cookie);
+            0
+        });
+        submit(ev, Task::new(false, None, work))
+    }
 }
 
 /// # Safety
@@ -178,41 +202,41 @@ pub unsafe extern "C" fn daos_cont_open2(
     info: *mut daos_cont_info_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
-    let Some(name) = cstr(cont) else { return finish(ev, -DER_INVAL) };
-    if (flags & (DAOS_COO_RO | DAOS_COO_RW | DAOS_COO_EX)).count_ones() != 1 || coh.is_null() {
-        return finish(ev, -DER_INVAL);
-    }
-    if !store::label_is_valid(name) && store::parse_uuid(name).is_none() {
-        return finish(ev, -DER_INVAL);
-    }
-    let writable = flags & DAOS_COO_RO == 0;
-    if writable && !p.writable {
-        return finish(ev, -DER_NO_PERM);
-    }
-    let name = name.to_string();
-    let out = Raw((coh, info));
-    let work: Work = Box::new(move || {
-        let out = out;
-        let (coh, info) = out.0;
-        let Some(c) = p.pool.find_cont(&name) else {
-            tracing::debug!(cont = %name, "cont_open: no such container");
-            return -DER_NONEXIST;
-        };
-        let h = handles::insert(Hdl::Cont(Arc::new(ContH {
-            poh: p,
-            cont: c,
-            writable,
-        })));
-        unsafe {
-            *coh = h;
-            if !info.is_null() {
-                std::ptr::write_bytes(info, 0, 1);
-            }
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
+        let Some(name) = cstr(cont) else { return finish(ev, -DER_INVAL) };
+        if (flags & (DAOS_COO_RO | DAOS_COO_RW | DAOS_COO_EX)).count_ones() != 1 || coh.is_null() {
+            return finish(ev, -DER_INVAL);
         }
-        0
-    });
-    submit(ev, Task::new(false, None, work))
+        if !store::label_is_valid(name) && store::parse_uuid(name).is_none() {
+            return finish(ev, -DER_INVAL);
+        }
+        let writable = flags & DAOS_COO_RO == 0;
+        if writable && !p.writable {
+            return finish(ev, -DER_NO_PERM);
+        }
+        let name = name.to_string();
+        let out = Raw((coh, info));
+        let work: Work = Box::new(move || {
+            let out = out;
+            let (coh, info) = out.0;
+            let Some(c) = p.pool.find_cont(&name) else {
+                tracing::debug!(cont = %name, "cont_open: no such container");
+                return -DER_NONEXIST;
+            };
+            let h = handles::insert(Hdl::Cont(Arc::new(ContH { poh: p, cont: c, writable })));
+            {
+                *coh = h;
+                if !info.is_null() {
+                    std::ptr::write_bytes(info, 0, 1);
+                }
+            }
+            0
+        });
+        submit(ev, Task::new(false, None, work))
+    }
 }
 
 /// Legacy name of `daos_cont_open2`.
@@ -228,30 +252,36 @@ pub unsafe extern "C" fn daos_cont_open(
     info: *mut daos_cont_info_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    daos_cont_open2(poh, cont, flags, coh, info, ev)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { daos_cont_open2(poh, cont, flags, coh, info, ev) }
 }
 
 /// # Safety
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_cont_close(coh: daos_handle_t, ev: *mut daos_event_t) -> c_int {
-    if handles::cont(coh).is_none() {
-        return finish(ev, -DER_NO_HDL);
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if handles::cont(coh).is_none() {
+            return finish(ev, -DER_NO_HDL);
+        }
+        let work: Work = Box::new(move || {
+            let mut r = handles::write();
+            let c = match r.get(&coh.cookie) {
+                Some(Hdl::Cont(c)) => c.clone(),
+                _ => return -DER_NO_HDL,
+            };
+            // No BUSY for objects still open: a real DAOS 2.8 engine closes the container and a
+            // later daos_obj_close of such an object still returns 0 (probed). Pool disconnect
+            // does check for open containers (DAOS's dc_pool_disconnect), see below.
+            r.remove(&coh.cookie);
+            c.poh.open_conts.fetch_sub(1, Relaxed);
+            0
+        });
+        submit(ev, Task::new(false, None, work))
     }
-    let work: Work = Box::new(move || {
-        let mut r = handles::write();
-        let c = match r.get(&coh.cookie) {
-            Some(Hdl::Cont(c)) => c.clone(),
-            _ => return -DER_NO_HDL,
-        };
-        // No BUSY for objects still open: a real DAOS 2.8 engine closes the container and a
-        // later daos_obj_close of such an object still returns 0 (probed). Pool disconnect
-        // does check for open containers (DAOS's dc_pool_disconnect), see below.
-        r.remove(&coh.cookie);
-        c.poh.open_conts.fetch_sub(1, Relaxed);
-        0
-    });
-    submit(ev, Task::new(false, None, work))
 }
 
 /// # Safety
@@ -264,40 +294,48 @@ pub unsafe extern "C" fn daos_cont_create_with_label(
     uuid: *mut uuid_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
-    let Some(label) = cstr(label).filter(|l| store::label_is_valid(l)) else {
-        return finish(ev, -DER_INVAL);
-    };
-    if !p.writable {
-        return finish(ev, -DER_NO_PERM);
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
+        let Some(label) = cstr(label).filter(|l| store::label_is_valid(l)) else {
+            return finish(ev, -DER_INVAL);
+        };
+        if !p.writable {
+            return finish(ev, -DER_NO_PERM);
+        }
+        let label = label.to_string();
+        let out = Raw(uuid);
+        let work: Work = Box::new(move || {
+            let out = out;
+            let mut conts = p.pool.conts.lock();
+            if conts.iter().any(|c| c.label == label) {
+                return -DER_EXIST;
+            }
+            let rf = default_rf();
+            let c = Arc::new(ContData::new(&label, rf));
+            if !out.0.is_null() {
+                *out.0 = c.uuid;
+            }
+            conts.push(c);
+            tracing::debug!(cont = %label, "container created");
+            0
+        });
+        submit(ev, Task::new(false, None, work))
     }
-    let label = label.to_string();
-    let out = Raw(uuid);
-    let work: Work = Box::new(move || {
-        let out = out;
-        let mut conts = p.pool.conts.lock();
-        if conts.iter().any(|c| c.label == label) {
-            return -DER_EXIST;
-        }
-        let rf = default_rf();
-        let c = Arc::new(ContData::new(&label, rf));
-        if !out.0.is_null() {
-            unsafe { *out.0 = c.uuid };
-        }
-        conts.push(c);
-        tracing::debug!(cont = %label, "container created");
-        0
-    });
-    submit(ev, Task::new(false, None, work))
 }
 
 /// Validates the (names, sizes) arrays of an attribute call: n > 0, no NULL array, every name
 /// a non-empty string.
 unsafe fn attr_names(n: c_int, names: *const *const c_char, sizes: *const usize) -> Option<Vec<String>> {
-    if n <= 0 || names.is_null() || sizes.is_null() {
-        return None;
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        if n <= 0 || names.is_null() || sizes.is_null() {
+            return None;
+        }
+        (0..n as usize).map(|i| cstr(*names.add(i)).filter(|s| !s.is_empty()).map(str::to_string)).collect()
     }
-    (0..n as usize).map(|i| cstr(*names.add(i)).filter(|s| !s.is_empty()).map(str::to_string)).collect()
 }
 
 /// # Safety
@@ -311,30 +349,34 @@ pub unsafe extern "C" fn daos_cont_set_attr(
     sizes: *const usize,
     ev: *mut daos_event_t,
 ) -> c_int {
-    let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
-    let Some(keys) = attr_names(n, names, sizes) else { return finish(ev, -DER_INVAL) };
-    if values.is_null() {
-        return finish(ev, -DER_INVAL);
-    }
-    let mut vals = Vec::with_capacity(keys.len());
-    for i in 0..keys.len() {
-        let (v, len) = (*values.add(i), *sizes.add(i));
-        if v.is_null() || len == 0 {
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
+        let Some(keys) = attr_names(n, names, sizes) else { return finish(ev, -DER_INVAL) };
+        if values.is_null() {
             return finish(ev, -DER_INVAL);
         }
-        vals.push(std::slice::from_raw_parts(v.cast::<u8>(), len).to_vec());
-    }
-    if !c.writable {
-        return finish(ev, -DER_NO_PERM);
-    }
-    let work: Work = Box::new(move || {
-        let mut attrs = c.cont.attrs.lock();
-        for (k, v) in keys.into_iter().zip(vals) {
-            attrs.insert(k, v);
+        let mut vals = Vec::with_capacity(keys.len());
+        for i in 0..keys.len() {
+            let (v, len) = (*values.add(i), *sizes.add(i));
+            if v.is_null() || len == 0 {
+                return finish(ev, -DER_INVAL);
+            }
+            vals.push(std::slice::from_raw_parts(v.cast::<u8>(), len).to_vec());
         }
-        0
-    });
-    submit(ev, Task::new(false, None, work))
+        if !c.writable {
+            return finish(ev, -DER_NO_PERM);
+        }
+        let work: Work = Box::new(move || {
+            let mut attrs = c.cont.attrs.lock();
+            for (k, v) in keys.into_iter().zip(vals) {
+                attrs.insert(k, v);
+            }
+            0
+        });
+        submit(ev, Task::new(false, None, work))
+    }
 }
 
 /// # Safety
@@ -348,28 +390,32 @@ pub unsafe extern "C" fn daos_cont_get_attr(
     sizes: *mut usize,
     ev: *mut daos_event_t,
 ) -> c_int {
-    let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
-    let Some(keys) = attr_names(n, names, sizes) else { return finish(ev, -DER_INVAL) };
-    let out = Raw((buffers, sizes));
-    let work: Work = Box::new(move || {
-        let out = out;
-        let (buffers, sizes) = out.0;
-        let attrs = c.cont.attrs.lock();
-        for (i, k) in keys.iter().enumerate() {
-            let Some(v) = attrs.get(k) else { return -DER_NONEXIST };
-            unsafe {
-                // NULL buffers ask for sizes only; longer values are truncated to the buffer.
-                let buf = if buffers.is_null() { std::ptr::null_mut() } else { *buffers.add(i) };
-                if !buf.is_null() {
-                    let n = v.len().min(*sizes.add(i));
-                    std::ptr::copy_nonoverlapping(v.as_ptr(), buf.cast::<u8>(), n);
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
+        let Some(keys) = attr_names(n, names, sizes) else { return finish(ev, -DER_INVAL) };
+        let out = Raw((buffers, sizes));
+        let work: Work = Box::new(move || {
+            let out = out;
+            let (buffers, sizes) = out.0;
+            let attrs = c.cont.attrs.lock();
+            for (i, k) in keys.iter().enumerate() {
+                let Some(v) = attrs.get(k) else { return -DER_NONEXIST };
+                {
+                    // NULL buffers ask for sizes only; longer values are truncated to the buffer.
+                    let buf = if buffers.is_null() { std::ptr::null_mut() } else { *buffers.add(i) };
+                    if !buf.is_null() {
+                        let n = v.len().min(*sizes.add(i));
+                        std::ptr::copy_nonoverlapping(v.as_ptr(), buf.cast::<u8>(), n);
+                    }
+                    *sizes.add(i) = v.len();
                 }
-                *sizes.add(i) = v.len();
             }
-        }
-        0
-    });
-    submit(ev, Task::new(false, None, work))
+            0
+        });
+        submit(ev, Task::new(false, None, work))
+    }
 }
 
 fn default_rf() -> u32 {
@@ -408,8 +454,12 @@ fn oclass_by_redun(redun: u32) -> Option<&'static OClass> {
 /// `name` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn daos_oclass_name2id(name: *const c_char) -> c_int {
-    let Some(name) = cstr(name) else { return 0 };
-    OCLASSES.iter().find(|c| c.name == name).map_or(0, |c| c.id as c_int)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(name) = cstr(name) else { return 0 };
+        OCLASSES.iter().find(|c| c.name == name).map_or(0, |c| c.id as c_int)
+    }
 }
 
 /// # Safety
@@ -423,41 +473,42 @@ pub unsafe extern "C" fn daos_obj_generate_oid2(
     hints: daos_oclass_hints_t,
     _args: u32,
 ) -> c_int {
-    let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
-    if oid.is_null() || otype >= DAOS_OT_MAX {
-        return -DER_INVAL;
-    }
-    let class = if cid == OC_UNKNOWN {
-        // Redundancy from the container's RF (the redundancy hints are not modelled), the
-        // group count from the sharding hint as DAOS's dc_set_oclass picks it.
-        let Some(max_groups) = shards_max(otype, hints) else { return -DER_INVAL };
-        let id = match (c.cont.rf, max_groups) {
-            (0, false) => OC_S1,
-            (0, true) => OC_SX,
-            (1, false) => OC_RP_2G1,
-            (1, true) => OC_RP_2GX,
-            (_, false) => OC_RP_3G1,
-            (_, true) => OC_RP_3GX,
-        };
-        OCLASSES.iter().find(|k| k.id == id).expect("listed class")
-    } else {
-        match OCLASSES.iter().find(|k| k.id == cid) {
-            Some(k) => k,
-            None => return -DER_INVAL,
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
+        if oid.is_null() || otype >= DAOS_OT_MAX {
+            return -DER_INVAL;
         }
-    };
-    let grp = class.id & 0xFFFF;
-    let grp_nr = if grp == 0xFFFF { (sim::SIM_TARGETS / class.grp_size).max(1) } else { grp };
-    if grp_nr * class.grp_size > sim::SIM_TARGETS {
-        return -DER_INVAL;
+        let class = if cid == OC_UNKNOWN {
+            // Redundancy from the container's RF (the redundancy hints are not modelled), the
+            // group count from the sharding hint as DAOS's dc_set_oclass picks it.
+            let Some(max_groups) = shards_max(otype, hints) else { return -DER_INVAL };
+            let id = match (c.cont.rf, max_groups) {
+                (0, false) => OC_S1,
+                (0, true) => OC_SX,
+                (1, false) => OC_RP_2G1,
+                (1, true) => OC_RP_2GX,
+                (_, false) => OC_RP_3G1,
+                (_, true) => OC_RP_3GX,
+            };
+            OCLASSES.iter().find(|k| k.id == id).expect("listed class")
+        } else {
+            match OCLASSES.iter().find(|k| k.id == cid) {
+                Some(k) => k,
+                None => return -DER_INVAL,
+            }
+        };
+        let grp = class.id & 0xFFFF;
+        let grp_nr = if grp == 0xFFFF { (sim::SIM_TARGETS / class.grp_size).max(1) } else { grp };
+        if grp_nr * class.grp_size > sim::SIM_TARGETS {
+            return -DER_INVAL;
+        }
+        let redun = class.id >> 24;
+        let o = &mut *oid;
+        o.hi = (o.hi & 0xFFFF_FFFF) | ((otype as u64) << 56) | ((redun as u64) << 48) | ((grp_nr as u64) << 32);
+        0
     }
-    let redun = class.id >> 24;
-    let o = &mut *oid;
-    o.hi = (o.hi & 0xFFFF_FFFF)
-        | ((otype as u64) << 56)
-        | ((redun as u64) << 48)
-        | ((grp_nr as u64) << 32);
-    0
 }
 
 /// For `OC_UNKNOWN`: whether the sharding hint asks for as many groups as the pool allows
@@ -469,7 +520,12 @@ fn shards_max(otype: u32, hints: daos_oclass_hints_t) -> Option<bool> {
     match hints & DAOS_OCH_SHD_MASK {
         0 | DAOS_OCH_SHD_DEF => Some(matches!(
             otype,
-            DAOS_OT_ARRAY | DAOS_OT_ARRAY_ATTR | DAOS_OT_ARRAY_BYTE | DAOS_OT_KV_HASHED | DAOS_OT_KV_UINT64 | DAOS_OT_KV_LEXICAL
+            DAOS_OT_ARRAY
+                | DAOS_OT_ARRAY_ATTR
+                | DAOS_OT_ARRAY_BYTE
+                | DAOS_OT_KV_HASHED
+                | DAOS_OT_KV_UINT64
+                | DAOS_OT_KV_LEXICAL
         )),
         DAOS_OCH_SHD_TINY => Some(false),
         DAOS_OCH_SHD_REG | DAOS_OCH_SHD_HI | DAOS_OCH_SHD_EXT | DAOS_OCH_SHD_MAX => Some(true),
@@ -490,7 +546,9 @@ pub unsafe extern "C" fn daos_obj_generate_oid(
     hints: daos_oclass_hints_t,
     args: u32,
 ) -> c_int {
-    daos_obj_generate_oid2(coh, oid, otype, cid, hints, args)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { daos_obj_generate_oid2(coh, oid, otype, cid, hints, args) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -509,52 +567,64 @@ pub unsafe extern "C" fn daos_obj_open(
     oh: *mut daos_handle_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    let rc = obj_open(coh, oid, mode, oh);
-    finish(ev, rc)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let rc = obj_open(coh, oid, mode, oh);
+        finish(ev, rc)
+    }
 }
 
 unsafe fn obj_open(coh: daos_handle_t, oid: daos_obj_id_t, mode: u32, oh: *mut daos_handle_t) -> c_int {
-    let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
-    if oh.is_null() || mode & (DAOS_OO_RO | DAOS_OO_RW | DAOS_OO_EXCL) == 0 {
-        return -DER_INVAL;
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        let Some(c) = handles::cont(coh) else { return -DER_NO_HDL };
+        if oh.is_null() || mode & (DAOS_OO_RO | DAOS_OO_RW | DAOS_OO_EXCL) == 0 {
+            return -DER_INVAL;
+        }
+        let writable = mode & (DAOS_OO_RW | DAOS_OO_EXCL) != 0;
+        if writable && !c.writable {
+            return -DER_NO_PERM;
+        }
+        let otype = (oid.hi >> 56) as u32;
+        let redun = ((oid.hi >> 48) & 0xFF) as u32;
+        let grp_nr = ((oid.hi >> 32) & 0xFFFF) as u32;
+        let Some(class) = oclass_by_redun(redun) else {
+            tracing::warn!(hi = oid.hi, "obj_open: oid carries no known object class (use daos_obj_generate_oid2)");
+            return -DER_INVAL;
+        };
+        if otype >= DAOS_OT_MAX || grp_nr == 0 {
+            return -DER_INVAL;
+        }
+        if class.rf < c.cont.rf {
+            tracing::warn!(class = class.name, rf = c.cont.rf, "obj_open: class below container redundancy factor");
+            return -DER_INVAL;
+        }
+        *oh = handles::insert(Hdl::Obj(Arc::new(ObjH { coh: c, oid, writable, otype })));
+        0
     }
-    let writable = mode & (DAOS_OO_RW | DAOS_OO_EXCL) != 0;
-    if writable && !c.writable {
-        return -DER_NO_PERM;
-    }
-    let otype = (oid.hi >> 56) as u32;
-    let redun = ((oid.hi >> 48) & 0xFF) as u32;
-    let grp_nr = ((oid.hi >> 32) & 0xFFFF) as u32;
-    let Some(class) = oclass_by_redun(redun) else {
-        tracing::warn!(hi = oid.hi, "obj_open: oid carries no known object class (use daos_obj_generate_oid2)");
-        return -DER_INVAL;
-    };
-    if otype >= DAOS_OT_MAX || grp_nr == 0 {
-        return -DER_INVAL;
-    }
-    if class.rf < c.cont.rf {
-        tracing::warn!(class = class.name, rf = c.cont.rf, "obj_open: class below container redundancy factor");
-        return -DER_INVAL;
-    }
-    *oh = handles::insert(Hdl::Obj(Arc::new(ObjH { coh: c, oid, writable, otype })));
-    0
 }
 
 /// # Safety
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_obj_close(oh: daos_handle_t, ev: *mut daos_event_t) -> c_int {
-    let rc = {
-        let mut r = handles::write();
-        match r.get(&oh.cookie) {
-            Some(Hdl::Obj(_)) => {
-                r.remove(&oh.cookie);
-                0
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let rc = {
+            let mut r = handles::write();
+            match r.get(&oh.cookie) {
+                Some(Hdl::Obj(_)) => {
+                    r.remove(&oh.cookie);
+                    0
+                }
+                _ => -DER_NO_HDL,
             }
-            _ => -DER_NO_HDL,
-        }
-    };
-    finish(ev, rc)
+        };
+        finish(ev, rc)
+    }
 }
 
 fn tx_ok(th: daos_handle_t) -> bool {
@@ -583,14 +653,20 @@ struct RwArgs {
     iods: *mut daos_iod_t,
     sgls: *mut d_sg_list_t,
 }
+// SAFETY: needed (raw pointers); the caller keeps every array alive and untouched until the
+// event completes, and only the task's thread reads them meanwhile.
 unsafe impl Send for RwArgs {}
 
 impl RwArgs {
     unsafe fn update(&self) -> c_int {
-        io::exec_update(&self.o, self.flags, self.dkey, self.nr, self.iods, self.sgls)
+        // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+        // below need.
+        unsafe { io::exec_update(&self.o, self.flags, self.dkey, self.nr, self.iods, self.sgls) }
     }
     unsafe fn fetch(&self) -> c_int {
-        io::exec_fetch(&self.o, self.flags, self.dkey, self.nr, self.iods, self.sgls)
+        // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+        // below need.
+        unsafe { io::exec_fetch(&self.o, self.flags, self.dkey, self.nr, self.iods, self.sgls) }
     }
 }
 
@@ -606,40 +682,40 @@ unsafe fn obj_rw(
     ev: *mut daos_event_t,
     update: bool,
 ) -> c_int {
-    let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
-    if !tx_ok(th) {
-        return finish(ev, -DER_NO_HDL);
-    }
-    let checked = match io::check_io(&o, flags, dkey, nr, iods, sgls, update) {
-        Ok(c) => c,
-        Err(rc) => {
-            tracing::debug!(rc, update, "object I/O rejected by validation");
-            return finish(ev, rc);
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
+        if !tx_ok(th) {
+            return finish(ev, -DER_NO_HDL);
         }
-    };
-    if update {
-        STATS.update.fetch_add(1, Relaxed);
-    } else {
-        STATS.fetch.fetch_add(1, Relaxed);
+        let checked = match io::check_io(&o, flags, dkey, nr, iods, sgls, update) {
+            Ok(c) => c,
+            Err(rc) => {
+                tracing::debug!(rc, update, "object I/O rejected by validation");
+                return finish(ev, rc);
+            }
+        };
+        if update {
+            STATS.update.fetch_add(1, Relaxed);
+        } else {
+            STATS.fetch.fetch_add(1, Relaxed);
+        }
+        STATS.iods.fetch_add(nr as u64, Relaxed);
+        STATS.recxs.fetch_add(checked.recxs, Relaxed);
+        tracing::trace!(
+            op = if update { "update" } else { "fetch" },
+            oh = oh.cookie,
+            nr,
+            recxs = checked.recxs,
+            bytes = checked.bytes,
+            sync = ev.is_null(),
+            "object RPC"
+        );
+        let a = RwArgs { o, flags, dkey, nr, iods, sgls };
+        let work: Work = if update { Box::new(move || a.update()) } else { Box::new(move || a.fetch()) };
+        submit(ev, obj_task(checked.bytes, work))
     }
-    STATS.iods.fetch_add(nr as u64, Relaxed);
-    STATS.recxs.fetch_add(checked.recxs, Relaxed);
-    tracing::trace!(
-        op = if update { "update" } else { "fetch" },
-        oh = oh.cookie,
-        nr,
-        recxs = checked.recxs,
-        bytes = checked.bytes,
-        sync = ev.is_null(),
-        "object RPC"
-    );
-    let a = RwArgs { o, flags, dkey, nr, iods, sgls };
-    let work: Work = if update {
-        Box::new(move || unsafe { a.update() })
-    } else {
-        Box::new(move || unsafe { a.fetch() })
-    };
-    submit(ev, obj_task(checked.bytes, work))
 }
 
 /// # Safety
@@ -655,7 +731,9 @@ pub unsafe extern "C" fn daos_obj_update(
     sgls: *mut d_sg_list_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    obj_rw(oh, th, flags, dkey, nr, iods, sgls, ev, true)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { obj_rw(oh, th, flags, dkey, nr, iods, sgls, ev, true) }
 }
 
 /// # Safety
@@ -672,7 +750,9 @@ pub unsafe extern "C" fn daos_obj_fetch(
     _ioms: *mut daos_iom_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    obj_rw(oh, th, flags, dkey, nr, iods, sgls, ev, false)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { obj_rw(oh, th, flags, dkey, nr, iods, sgls, ev, false) }
 }
 
 struct PunchArgs {
@@ -682,11 +762,14 @@ struct PunchArgs {
     dkey: *const daos_key_t,
     akeys: *const daos_key_t,
 }
+// SAFETY: as for RwArgs: the keys outlive the event, and only the task reads them.
 unsafe impl Send for PunchArgs {}
 
 impl PunchArgs {
     unsafe fn run(&self) -> c_int {
-        io::exec_punch(&self.o, self.flags, &self.what, self.dkey, self.akeys)
+        // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+        // below need.
+        unsafe { io::exec_punch(&self.o, self.flags, &self.what, self.dkey, self.akeys) }
     }
 }
 
@@ -699,16 +782,20 @@ unsafe fn punch(
     akeys: *const daos_key_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
-    if !tx_ok(th) {
-        return finish(ev, -DER_NO_HDL);
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
+        if !tx_ok(th) {
+            return finish(ev, -DER_NO_HDL);
+        }
+        if let Err(rc) = io::check_punch(&o, &what, dkey, akeys) {
+            return finish(ev, rc);
+        }
+        STATS.punch.fetch_add(1, Relaxed);
+        let a = PunchArgs { o, flags, what, dkey, akeys };
+        submit(ev, obj_task(0, Box::new(move || a.run())))
     }
-    if let Err(rc) = io::check_punch(&o, &what, dkey, akeys) {
-        return finish(ev, rc);
-    }
-    STATS.punch.fetch_add(1, Relaxed);
-    let a = PunchArgs { o, flags, what, dkey, akeys };
-    submit(ev, obj_task(0, Box::new(move || unsafe { a.run() })))
 }
 
 /// # Safety
@@ -720,7 +807,9 @@ pub unsafe extern "C" fn daos_obj_punch(
     flags: u64,
     ev: *mut daos_event_t,
 ) -> c_int {
-    punch(oh, th, flags, PunchWhat::Obj, std::ptr::null(), std::ptr::null(), ev)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { punch(oh, th, flags, PunchWhat::Obj, std::ptr::null(), std::ptr::null(), ev) }
 }
 
 /// As in DAOS, only one dkey per call: `nr != 1` (or NULL dkeys) fails at once with
@@ -737,10 +826,14 @@ pub unsafe extern "C" fn daos_obj_punch_dkeys(
     dkeys: *mut daos_key_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    if dkeys.is_null() || nr != 1 {
-        return -DER_INVAL;
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if dkeys.is_null() || nr != 1 {
+            return -DER_INVAL;
+        }
+        punch(oh, th, flags, PunchWhat::Dkey, dkeys, std::ptr::null(), ev)
     }
-    punch(oh, th, flags, PunchWhat::Dkey, dkeys, std::ptr::null(), ev)
 }
 
 /// # Safety
@@ -755,7 +848,9 @@ pub unsafe extern "C" fn daos_obj_punch_akeys(
     akeys: *mut daos_key_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    punch(oh, th, flags, PunchWhat::Akeys(nr), dkey, akeys, ev)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { punch(oh, th, flags, PunchWhat::Akeys(nr), dkey, akeys, ev) }
 }
 
 struct QueryArgs {
@@ -765,11 +860,14 @@ struct QueryArgs {
     akey: *mut daos_key_t,
     recx: *mut daos_recx_t,
 }
+// SAFETY: as for RwArgs: the keys and recx outlive the event, and only the task writes them.
 unsafe impl Send for QueryArgs {}
 
 impl QueryArgs {
     unsafe fn run(&self) -> c_int {
-        io::exec_query(&self.o, self.flags, self.dkey, self.akey, self.recx)
+        // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+        // below need.
+        unsafe { io::exec_query(&self.o, self.flags, self.dkey, self.akey, self.recx) }
     }
 }
 
@@ -785,18 +883,22 @@ pub unsafe extern "C" fn daos_obj_query_key(
     recx: *mut daos_recx_t,
     ev: *mut daos_event_t,
 ) -> c_int {
-    io::reset_query_recx(recx);
-    let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
-    if !tx_ok(th) {
-        return finish(ev, -DER_NO_HDL);
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        io::reset_query_recx(recx);
+        let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
+        if !tx_ok(th) {
+            return finish(ev, -DER_NO_HDL);
+        }
+        if let Err(rc) = io::check_query(&o, flags, dkey, akey, recx) {
+            return finish(ev, rc);
+        }
+        io::reset_query_dkey(flags, dkey);
+        STATS.query.fetch_add(1, Relaxed);
+        let a = QueryArgs { o, flags, dkey, akey, recx };
+        submit(ev, obj_task(0, Box::new(move || a.run())))
     }
-    if let Err(rc) = io::check_query(&o, flags, dkey, akey, recx) {
-        return finish(ev, rc);
-    }
-    io::reset_query_dkey(flags, dkey);
-    STATS.query.fetch_add(1, Relaxed);
-    let a = QueryArgs { o, flags, dkey, akey, recx };
-    submit(ev, obj_task(0, Box::new(move || unsafe { a.run() })))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -806,14 +908,18 @@ pub unsafe extern "C" fn daos_obj_query_key(
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_eq_create(eqh: *mut daos_handle_t) -> c_int {
-    if eqh.is_null() {
-        return -DER_INVAL;
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if eqh.is_null() {
+            return -DER_INVAL;
+        }
+        if !initialized() {
+            return -DER_UNINIT;
+        }
+        *eqh = handles::insert(Hdl::Eq(Eq::new()));
+        0
     }
-    if !initialized() {
-        return -DER_UNINIT;
-    }
-    *eqh = handles::insert(Hdl::Eq(Eq::new()));
-    0
 }
 
 #[no_mangle]
@@ -836,12 +942,16 @@ pub unsafe extern "C" fn daos_eq_poll(
     nevents: u32,
     events: *mut *mut daos_event_t,
 ) -> c_int {
-    if nevents == 0 || events.is_null() {
-        return -DER_INVAL;
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if nevents == 0 || events.is_null() {
+            return -DER_INVAL;
+        }
+        let Some(eq) = handles::eq(eqh) else { return -DER_NONEXIST };
+        let out = std::slice::from_raw_parts_mut(events, nevents as usize);
+        event::eq_poll(&eq, wait_running != 0, timeout, out)
     }
-    let Some(eq) = handles::eq(eqh) else { return -DER_NONEXIST };
-    let out = std::slice::from_raw_parts_mut(events, nevents as usize);
-    event::eq_poll(&eq, wait_running != 0, timeout, out)
 }
 
 /// Parent events are not modelled: a non-NULL `parent` returns -DER_NOSYS.
@@ -854,41 +964,51 @@ pub unsafe extern "C" fn daos_event_init(
     eqh: daos_handle_t,
     parent: *mut daos_event_t,
 ) -> c_int {
-    if ev.is_null() {
-        return -DER_INVAL;
-    }
-    if !parent.is_null() {
-        tracing::warn!("daos_event_init: parent events are not modelled by daos-sim");
-        return -DER_NOSYS;
-    }
-    let eq = if eqh.cookie == 0 {
-        None
-    } else {
-        match handles::eq(eqh) {
-            Some(e) => Some(e),
-            None => return -DER_NONEXIST,
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if ev.is_null() {
+            return -DER_INVAL;
         }
-    };
-    event::event_init(ev, eq);
-    0
+        if !parent.is_null() {
+            tracing::warn!("daos_event_init: parent events are not modelled by daos-sim");
+            return -DER_NOSYS;
+        }
+        let eq = if eqh.cookie == 0 {
+            None
+        } else {
+            match handles::eq(eqh) {
+                Some(e) => Some(e),
+                None => return -DER_NONEXIST,
+            }
+        };
+        event::event_init(ev, eq);
+        0
+    }
 }
 
 /// # Safety
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_event_fini(ev: *mut daos_event_t) -> c_int {
-    event::event_fini(ev)
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe { event::event_fini(ev) }
 }
 
 /// # Safety
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_event_test(ev: *mut daos_event_t, timeout: i64, flag: *mut bool) -> c_int {
-    if !event::event_is_valid(ev) || flag.is_null() {
-        return -DER_INVAL;
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if !event::event_is_valid(ev) || flag.is_null() {
+            return -DER_INVAL;
+        }
+        *flag = event::event_test(ev, timeout);
+        0
     }
-    *flag = event::event_test(ev, timeout);
-    0
 }
 
 /// A no-op, as in DAOS: 0 while the event runs, else -DER_NO_PERM.
@@ -897,12 +1017,16 @@ pub unsafe extern "C" fn daos_event_test(ev: *mut daos_event_t, timeout: i64, fl
 /// C API contract.
 #[no_mangle]
 pub unsafe extern "C" fn daos_event_abort(ev: *mut daos_event_t) -> c_int {
-    if !event::event_is_valid(ev) {
-        return -DER_INVAL;
-    }
-    if event::event_running(ev) {
-        0
-    } else {
-        -DER_NO_PERM
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if !event::event_is_valid(ev) {
+            return -DER_INVAL;
+        }
+        if event::event_running(ev) {
+            0
+        } else {
+            -DER_NO_PERM
+        }
     }
 }

@@ -38,11 +38,15 @@ pub fn copy(dst: &mut [u8], src: &[u8]) {
 /// As for `std::ptr::copy_nonoverlapping`: both ranges valid, and not overlapping.
 #[inline]
 pub unsafe fn copy_raw(dst: *mut u8, src: *const u8, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if n >= THRESHOLD.load(Relaxed) {
-        return x86::stream(dst, src, n);
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        if n >= THRESHOLD.load(Relaxed) {
+            return x86::stream(dst, src, n);
+        }
+        std::ptr::copy_nonoverlapping(src, dst, n);
     }
-    std::ptr::copy_nonoverlapping(src, dst, n);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -66,10 +70,14 @@ mod x86 {
 
     /// Non-temporal copy of `n` bytes (any `n`; worth it only for big ones).
     pub unsafe fn stream(dst: *mut u8, src: *const u8, n: usize) {
-        if has_avx() {
-            stream_avx(dst, src, n)
-        } else {
-            stream_sse2(dst, src, n)
+        // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+        // below need.
+        unsafe {
+            if has_avx() {
+                stream_avx(dst, src, n)
+            } else {
+                stream_sse2(dst, src, n)
+            }
         }
     }
 
@@ -87,6 +95,10 @@ mod x86 {
                 const V: usize = $v;
                 const STEP: usize = 4 * V;
                 let h = head(dst, V).min(n);
+                // SAFETY: the caller's contract (`dst` and `src` valid for `n` bytes, not
+                // overlapping, the CPU has the feature): every access below stays within the `n`
+                // bytes, and the vector stores land on `V`-aligned addresses (after the head).
+                unsafe {
                 std::ptr::copy_nonoverlapping(src, dst, h);
                 let (mut d, mut s) = (dst.add(h), src.add(h));
                 let body = (n - h) / STEP * STEP;
@@ -105,6 +117,7 @@ mod x86 {
                 }
                 std::ptr::copy_nonoverlapping(s, d, n - h - body);
                 _mm_sfence();
+                }
             }
         };
     }
@@ -126,6 +139,7 @@ mod x86 {
     pub fn variants() -> Vec<(&'static str, RawCopy)> {
         let mut v: Vec<(&'static str, RawCopy)> = vec![("sse2", stream_sse2)];
         if has_avx() {
+            // SAFETY: AVX is present (checked just above); the caller of the RawCopy keeps its contract.
             v.push(("avx", |d, s, n| unsafe { stream_avx(d, s, n) }));
         }
         v
@@ -190,10 +204,11 @@ mod tests {
     /// (length, whether to try every alignment): small and odd lengths, and lengths around the
     /// threshold and the 1 MiB chunk size.
     fn lengths() -> Vec<(usize, bool)> {
-        let mut v: Vec<(usize, bool)> = [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4095, 4096]
-            .iter()
-            .map(|&l| (l, true))
-            .collect();
+        let mut v: Vec<(usize, bool)> =
+            [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4095, 4096]
+                .iter()
+                .map(|&l| (l, true))
+                .collect();
         for d in [0usize, 1, 3, 31, 32, 33, 127, 128, 129] {
             v.push((NT_THRESHOLD - 1 - d, d < 4));
             v.push((NT_THRESHOLD + d, d < 4 || d == 129));
@@ -217,6 +232,7 @@ mod tests {
             let (sos, dofs) = alignments(all);
             for &so in sos {
                 for &dof in dofs {
+                    // SAFETY: the bench hands buffers valid for `n` bytes that do not overlap.
                     b.check(&|d, s, n| unsafe { copy_raw(d, s, n) }, len, so, dof, "copy_raw");
                 }
             }
@@ -239,6 +255,7 @@ mod tests {
                 let (sos, dofs) = alignments(all);
                 for &so in sos {
                     for &dof in dofs {
+                        // SAFETY: as above; `variants` lists only copies this CPU supports.
                         b.check(&|d, s, n| unsafe { f(d, s, n) }, len, so, dof, name);
                     }
                 }

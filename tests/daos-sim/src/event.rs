@@ -32,6 +32,7 @@ pub struct Task {
 
 // The event pointer is only dereferenced by the thread that completes the task; the caller
 // keeps the event alive until it is reaped (the DAOS contract).
+// SAFETY: needed for the raw event pointer; see above: one thread at a time dereferences it.
 unsafe impl Send for Task {}
 
 impl Task {
@@ -121,24 +122,36 @@ pub fn wake_all_eqs() {
 // ev_private accessors
 
 unsafe fn space(ev: *mut daos_event_t) -> *mut u64 {
-    std::ptr::addr_of_mut!((*ev).ev_private.space) as *mut u64
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe { std::ptr::addr_of_mut!((*ev).ev_private.space) as *mut u64 }
 }
 
 unsafe fn magic_ok(ev: *mut daos_event_t) -> bool {
-    !ev.is_null() && std::ptr::read_volatile(space(ev)) == EV_MAGIC
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe { !ev.is_null() && std::ptr::read_volatile(space(ev)) == EV_MAGIC }
 }
 
 unsafe fn state<'a>(ev: *mut daos_event_t) -> &'a AtomicU64 {
-    &*(space(ev).add(2) as *const AtomicU64)
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe { &*(space(ev).add(2) as *const AtomicU64) }
 }
 
 unsafe fn eq_of<'a>(ev: *mut daos_event_t) -> &'a Eq {
-    &*(*space(ev).add(1) as *const Eq)
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe { &*(*space(ev).add(1) as *const Eq) }
 }
 
 unsafe fn complete(ev: *mut daos_event_t, rc: c_int) {
-    (*ev).ev_error = rc;
-    state(ev).store(DAOS_EVS_READY as u64, Ordering::Release);
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        (*ev).ev_error = rc;
+        state(ev).store(DAOS_EVS_READY as u64, Ordering::Release);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,39 +163,38 @@ unsafe fn complete(ev: *mut daos_event_t, rc: c_int) {
 /// # Safety
 /// `ev` must be NULL or point to a live event.
 pub unsafe fn launch(ev: *mut daos_event_t, mut task: Task) -> c_int {
-    if !magic_ok(ev) {
-        return -DER_INVAL;
-    }
-    if state(ev)
-        .compare_exchange(
-            DAOS_EVS_READY as u64,
-            DAOS_EVS_RUNNING as u64,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        )
-        .is_err()
-    {
-        // As in DAOS: the launch fails inside the task, the API still returns 0 and the
-        // in-use event's ev_error is clobbered.
-        tracing::error!(?ev, "event reused while running or unreaped: -DER_NO_PERM");
-        (*ev).ev_error = -DER_NO_PERM;
-        return 0;
-    }
-    (*ev).ev_error = 0;
-    task.ev = ev;
-    let eq = eq_of(ev);
-    let mut st = eq.st.lock();
-    if st.destroyed {
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        if !magic_ok(ev) {
+            return -DER_INVAL;
+        }
+        if state(ev)
+            .compare_exchange(DAOS_EVS_READY as u64, DAOS_EVS_RUNNING as u64, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // As in DAOS: the launch fails inside the task, the API still returns 0 and the
+            // in-use event's ev_error is clobbered.
+            tracing::error!(?ev, "event reused while running or unreaped: -DER_NO_PERM");
+            (*ev).ev_error = -DER_NO_PERM;
+            return 0;
+        }
+        (*ev).ev_error = 0;
+        task.ev = ev;
+        let eq = eq_of(ev);
+        let mut st = eq.st.lock();
+        if st.destroyed {
+            drop(st);
+            complete(ev, -DER_NONEXIST);
+            return 0;
+        }
+        st.pending.push_back(task);
+        st.inflight += 1;
+        STATS.inflight.fetch_add(1, Ordering::Relaxed);
         drop(st);
-        complete(ev, -DER_NONEXIST);
-        return 0;
+        eq.cv.notify_all();
+        0
     }
-    st.pending.push_back(task);
-    st.inflight += 1;
-    STATS.inflight.fetch_add(1, Ordering::Relaxed);
-    drop(st);
-    eq.cv.notify_all();
-    0
 }
 
 /// Takes up to `max` runnable tasks. Also returns the earliest `ready_at` among the ones not
@@ -223,6 +235,7 @@ fn run_and_reap(eq: &Eq, taken: Vec<Task>, out: Option<&mut [*mut daos_event_t]>
         let ev = t.ev;
         let rc = (t.work)();
         tracing::trace!(?ev, rc, "event completed");
+        // SAFETY: the event is alive until reaped (DAOS contract) and this task completes it once.
         unsafe { complete(ev, rc) };
         evs.push(ev);
     }
@@ -242,7 +255,12 @@ fn deadline_of(timeout_us: i64) -> Option<Instant> {
     (timeout_us > 0).then(|| Instant::now() + Duration::from_micros(timeout_us as u64))
 }
 
-fn wait_until(eq: &Eq, st: &mut parking_lot::MutexGuard<'_, EqState>, deadline: Option<Instant>, earliest: Option<Instant>) {
+fn wait_until(
+    eq: &Eq,
+    st: &mut parking_lot::MutexGuard<'_, EqState>,
+    deadline: Option<Instant>,
+    earliest: Option<Instant>,
+) {
     let t = match (deadline, earliest) {
         (Some(d), Some(e)) => Some(d.min(e)),
         (d, e) => d.or(e),
@@ -282,26 +300,30 @@ pub fn eq_poll(eq: &Eq, wait_running: bool, timeout: i64, events: &mut [*mut dao
 /// # Safety
 /// `ev` must point to a live, initialised event.
 pub unsafe fn event_test(ev: *mut daos_event_t, timeout: i64) -> bool {
-    let eq = eq_of(ev);
-    let deadline = deadline_of(timeout);
-    let mut st = eq.st.lock();
-    loop {
-        if state(ev).load(Ordering::Acquire) != DAOS_EVS_RUNNING as u64 {
-            return true;
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        let eq = eq_of(ev);
+        let deadline = deadline_of(timeout);
+        let mut st = eq.st.lock();
+        loop {
+            if state(ev).load(Ordering::Acquire) != DAOS_EVS_RUNNING as u64 {
+                return true;
+            }
+            let (taken, earliest) = take_ready(&mut st, 1, Some(ev));
+            if !taken.is_empty() {
+                drop(st);
+                run_and_reap(eq, taken, None);
+                return true;
+            }
+            if timeout == 0 {
+                return false;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            wait_until(eq, &mut st, deadline, earliest);
         }
-        let (taken, earliest) = take_ready(&mut st, 1, Some(ev));
-        if !taken.is_empty() {
-            drop(st);
-            run_and_reap(eq, taken, None);
-            return true;
-        }
-        if timeout == 0 {
-            return false;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return false;
-        }
-        wait_until(eq, &mut st, deadline, earliest);
     }
 }
 
@@ -311,43 +333,55 @@ pub unsafe fn event_test(ev: *mut daos_event_t, timeout: i64) -> bool {
 /// # Safety
 /// `ev` must point to writable memory of a `daos_event_t`.
 pub unsafe fn event_init(ev: *mut daos_event_t, eq: Option<Arc<Eq>>) {
-    std::ptr::write_bytes(ev, 0, 1);
-    let eq = eq.unwrap_or_else(|| default_eq().clone());
-    let sp = space(ev);
-    *sp.add(1) = Arc::into_raw(eq) as u64;
-    state(ev).store(DAOS_EVS_READY as u64, Ordering::Release);
-    std::ptr::write_volatile(sp, EV_MAGIC);
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        std::ptr::write_bytes(ev, 0, 1);
+        let eq = eq.unwrap_or_else(|| default_eq().clone());
+        let sp = space(ev);
+        *sp.add(1) = Arc::into_raw(eq) as u64;
+        state(ev).store(DAOS_EVS_READY as u64, Ordering::Release);
+        std::ptr::write_volatile(sp, EV_MAGIC);
+    }
 }
 
 /// # Safety
 /// `ev` must be NULL or point to a live event.
 pub unsafe fn event_fini(ev: *mut daos_event_t) -> c_int {
-    if !magic_ok(ev) {
-        return -DER_INVAL;
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe {
+        if !magic_ok(ev) {
+            return -DER_INVAL;
+        }
+        if state(ev).load(Ordering::Acquire) == DAOS_EVS_RUNNING as u64 {
+            return -DER_BUSY;
+        }
+        let sp = space(ev);
+        std::ptr::write_volatile(sp, 0);
+        let eq = *sp.add(1) as *const Eq;
+        *sp.add(1) = 0;
+        if !eq.is_null() {
+            drop(Arc::from_raw(eq));
+        }
+        0
     }
-    if state(ev).load(Ordering::Acquire) == DAOS_EVS_RUNNING as u64 {
-        return -DER_BUSY;
-    }
-    let sp = space(ev);
-    std::ptr::write_volatile(sp, 0);
-    let eq = *sp.add(1) as *const Eq;
-    *sp.add(1) = 0;
-    if !eq.is_null() {
-        drop(Arc::from_raw(eq));
-    }
-    0
 }
 
 /// # Safety
 /// `ev` must be NULL or point to a live event.
 pub unsafe fn event_is_valid(ev: *mut daos_event_t) -> bool {
-    magic_ok(ev)
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe { magic_ok(ev) }
 }
 
 /// # Safety
 /// `ev` must point to a live, initialised event.
 pub unsafe fn event_running(ev: *mut daos_event_t) -> bool {
-    state(ev).load(Ordering::Acquire) == DAOS_EVS_RUNNING as u64
+    // SAFETY: the caller keeps this function's `# Safety` contract, which is all the operations
+    // below need.
+    unsafe { state(ev).load(Ordering::Acquire) == DAOS_EVS_RUNNING as u64 }
 }
 
 /// `daos_eq_destroy` on a looked-up EQ: -DER_BUSY while events are in flight, unless `force`,
@@ -363,6 +397,7 @@ pub fn eq_destroy(eq: &Eq, force: bool) -> c_int {
     drop(st);
     STATS.inflight.fetch_sub(dropped.len() as i64, Ordering::Relaxed);
     for t in dropped {
+        // SAFETY: each dropped task's event is alive until reaped, and is completed only here.
         unsafe { complete(t.ev, -DER_CANCELED) };
     }
     eq.cv.notify_all();

@@ -29,11 +29,7 @@ static GLOBAL: OnceLock<Global> = OnceLock::new();
 pub fn global() -> &'static Global {
     GLOBAL.get_or_init(|| {
         init_logging();
-        let rf = std::env::var("DAOS_SIM_RF")
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .unwrap_or(0)
-            .min(2);
+        let rf = std::env::var("DAOS_SIM_RF").ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0).min(2);
         let spec = std::env::var("DAOS_SIM_POOLS").unwrap_or_else(|_| DEFAULT_POOLS.to_string());
         let store = Store::from_spec(&spec, rf);
         if let Some(us) = env_f64("DAOS_SIM_LATENCY_US") {
@@ -68,10 +64,7 @@ pub fn init_logging() {
         if let Ok(filter) = std::env::var("DAOS_SIM_LOG") {
             let filter = tracing_subscriber::EnvFilter::try_new(&filter)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug"));
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(std::io::stderr)
-                .try_init();
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
         }
     });
 }
@@ -324,12 +317,16 @@ pub fn control(cmd: &str) -> c_int {
 /// `cmd` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn daos_sim_control(cmd: *const c_char) -> c_int {
-    if cmd.is_null() {
-        return -DER_INVAL;
-    }
-    match CStr::from_ptr(cmd).to_str() {
-        Ok(s) => control(s),
-        Err(_) => -DER_INVAL,
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        if cmd.is_null() {
+            return -DER_INVAL;
+        }
+        match CStr::from_ptr(cmd).to_str() {
+            Ok(s) => control(s),
+            Err(_) => -DER_INVAL,
+        }
     }
 }
 

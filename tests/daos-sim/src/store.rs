@@ -130,12 +130,7 @@ impl ArrayVal {
 
     /// Written intervals overlapping [a, e), clipped to it, in order: (start, end, rsize).
     pub fn overlapping(&self, a: u64, e: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        let first = self
-            .intervals
-            .range(..a)
-            .next_back()
-            .filter(|(_, &(end, _))| end > a)
-            .map(|(&s, &v)| (s, v));
+        let first = self.intervals.range(..a).next_back().filter(|(_, &(end, _))| end > a).map(|(&s, &v)| (s, v));
         first
             .into_iter()
             .chain(self.intervals.range(a..e).map(|(&s, &v)| (s, v)))
@@ -375,11 +370,7 @@ pub struct PoolData {
 impl PoolData {
     pub fn find_cont(&self, name: &str) -> Option<Arc<ContData>> {
         let uuid = parse_uuid(name);
-        self.conts
-            .lock()
-            .iter()
-            .find(|c| c.label == name || uuid.is_some_and(|u| u == c.uuid))
-            .cloned()
+        self.conts.lock().iter().find(|c| c.label == name || uuid.is_some_and(|u| u == c.uuid)).cloned()
     }
 }
 
@@ -403,21 +394,14 @@ impl Store {
                 .filter(|s| !s.is_empty())
                 .map(|c| Arc::new(ContData::new(c, rf)))
                 .collect();
-            pools.push(Arc::new(PoolData {
-                label: pool.to_string(),
-                uuid: new_uuid(),
-                conts: Mutex::new(conts),
-            }));
+            pools.push(Arc::new(PoolData { label: pool.to_string(), uuid: new_uuid(), conts: Mutex::new(conts) }));
         }
         Store { pools }
     }
 
     pub fn find_pool(&self, name: &str) -> Option<Arc<PoolData>> {
         let uuid = parse_uuid(name);
-        self.pools
-            .iter()
-            .find(|p| p.label == name || uuid.is_some_and(|u| u == p.uuid))
-            .cloned()
+        self.pools.iter().find(|p| p.label == name || uuid.is_some_and(|u| u == p.uuid)).cloned()
     }
 
     /// Drops all data, and hands the freed memory back to the OS.
@@ -450,10 +434,8 @@ fn release_free_memory() {
 pub fn new_uuid() -> [u8; 16] {
     use std::sync::atomic::{AtomicU64, Ordering};
     static CTR: AtomicU64 = AtomicU64::new(0);
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let mix = |mut x: u64| {
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51afd7ed558ccd);

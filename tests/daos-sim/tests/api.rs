@@ -1,6 +1,10 @@
 //! Behaviour of the libdaos API as daos-sim implements it (DAOS_FACTS §1, §3, §4).
 //! Tests here run in parallel threads: each uses its own container, and none touches the
 //! process-wide controls (those live in tests/control.rs).
+// These tests drive the simulator's C API as libdaos's callers do: every unsafe block passes
+// locals that outlive the call (or the event's completion, which each test waits for), so the
+// blocks carry no SAFETY line each.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 mod common;
 
@@ -51,25 +55,66 @@ fn pool_and_container_errors() {
     unsafe {
         let mut poh = DAOS_HDL_INVAL;
         let c = |p: &str| cs(p);
-        assert_eq!(daos_pool_connect2(c("nosuchpool").as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), -DER_NONEXIST);
+        assert_eq!(
+            daos_pool_connect2(c("nosuchpool").as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()),
+            -DER_NONEXIST
+        );
         let uuid = "6f1b1d4e-8a8c-4c52-a3f1-1c0d2e3f4a5b";
-        assert_eq!(daos_pool_connect2(c(uuid).as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), -DER_NONEXIST);
-        assert_eq!(daos_pool_connect2(c("bad name!").as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_pool_connect2(c(uuid).as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()),
+            -DER_NONEXIST
+        );
+        assert_eq!(
+            daos_pool_connect2(c("bad name!").as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()),
+            -DER_INVAL
+        );
         assert_eq!(daos_pool_connect2(null(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), -DER_INVAL);
-        assert_eq!(daos_pool_connect2(c("sim").as_ptr(), null(), DAOS_PC_RW | DAOS_PC_RO, &mut poh, null_mut(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_pool_connect2(c("sim").as_ptr(), null(), DAOS_PC_RW | DAOS_PC_RO, &mut poh, null_mut(), null_mut()),
+            -DER_INVAL
+        );
         assert_eq!(daos_pool_connect2(c("sim").as_ptr(), null(), 0, &mut poh, null_mut(), null_mut()), -DER_INVAL);
-        assert_eq!(daos_pool_connect2(c("sim").as_ptr(), c("a_very_long_system_name").as_ptr(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_pool_connect2(
+                c("sim").as_ptr(),
+                c("a_very_long_system_name").as_ptr(),
+                DAOS_PC_RW,
+                &mut poh,
+                null_mut(),
+                null_mut()
+            ),
+            -DER_INVAL
+        );
         // Legacy name, explicit system name, pool info filled.
         let mut info = daos_pool_info_t { pi_private: [7; 24] };
-        assert_eq!(daos_pool_connect(c("sim").as_ptr(), c("daos_server").as_ptr(), DAOS_PC_RW, &mut poh, &mut info, null_mut()), 0);
+        assert_eq!(
+            daos_pool_connect(
+                c("sim").as_ptr(),
+                c("daos_server").as_ptr(),
+                DAOS_PC_RW,
+                &mut poh,
+                &mut info,
+                null_mut()
+            ),
+            0
+        );
         assert_ne!(poh.cookie, 0);
         assert_eq!(info.pi_private, [0; 24]);
 
         let mut coh = DAOS_HDL_INVAL;
-        assert_eq!(daos_cont_open2(poh, c("nosuchcont").as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()), -DER_NONEXIST);
-        assert_eq!(daos_cont_open2(poh, c(uuid).as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()), -DER_NONEXIST);
+        assert_eq!(
+            daos_cont_open2(poh, c("nosuchcont").as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()),
+            -DER_NONEXIST
+        );
+        assert_eq!(
+            daos_cont_open2(poh, c(uuid).as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()),
+            -DER_NONEXIST
+        );
         assert_eq!(daos_cont_open2(poh, c("kv").as_ptr(), 0, &mut coh, null_mut(), null_mut()), -DER_INVAL);
-        assert_eq!(daos_cont_open2(DAOS_HDL_INVAL, c("kv").as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()), -DER_NO_HDL);
+        assert_eq!(
+            daos_cont_open2(DAOS_HDL_INVAL, c("kv").as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()),
+            -DER_NO_HDL
+        );
         // The default container exists.
         assert_eq!(daos_cont_open(poh, c("kv").as_ptr(), DAOS_COO_RO, &mut coh, null_mut(), null_mut()), 0);
         assert_eq!(daos_cont_close(coh, null_mut()), 0);
@@ -77,13 +122,26 @@ fn pool_and_container_errors() {
 
         // Labels: create, duplicate, invalid; open by the returned UUID.
         let mut uuid_out: uuid_t = [0; 16];
-        assert_eq!(daos_cont_create_with_label(poh, c("api-labels").as_ptr(), null_mut(), &mut uuid_out, null_mut()), 0);
+        assert_eq!(
+            daos_cont_create_with_label(poh, c("api-labels").as_ptr(), null_mut(), &mut uuid_out, null_mut()),
+            0
+        );
         assert_ne!(uuid_out, [0; 16]);
-        assert_eq!(daos_cont_create_with_label(poh, c("api-labels").as_ptr(), null_mut(), null_mut(), null_mut()), -DER_EXIST);
+        assert_eq!(
+            daos_cont_create_with_label(poh, c("api-labels").as_ptr(), null_mut(), null_mut(), null_mut()),
+            -DER_EXIST
+        );
         for bad in ["", "has space", uuid, &"x".repeat(128)] {
-            assert_eq!(daos_cont_create_with_label(poh, c(bad).as_ptr(), null_mut(), null_mut(), null_mut()), -DER_INVAL, "{bad:?}");
+            assert_eq!(
+                daos_cont_create_with_label(poh, c(bad).as_ptr(), null_mut(), null_mut(), null_mut()),
+                -DER_INVAL,
+                "{bad:?}"
+            );
         }
-        assert_eq!(daos_cont_create_with_label(DAOS_HDL_INVAL, c("x").as_ptr(), null_mut(), null_mut(), null_mut()), -DER_NO_HDL);
+        assert_eq!(
+            daos_cont_create_with_label(DAOS_HDL_INVAL, c("x").as_ptr(), null_mut(), null_mut(), null_mut()),
+            -DER_NO_HDL
+        );
         let u = uuid_out;
         let us = format!(
             "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
@@ -96,7 +154,10 @@ fn pool_and_container_errors() {
         let mut ro = DAOS_HDL_INVAL;
         assert_eq!(daos_pool_connect2(c("sim").as_ptr(), null(), DAOS_PC_RO, &mut ro, null_mut(), null_mut()), 0);
         assert_eq!(daos_cont_open2(ro, c("kv").as_ptr(), DAOS_COO_RW, &mut coh, null_mut(), null_mut()), -DER_NO_PERM);
-        assert_eq!(daos_cont_create_with_label(ro, c("api-ro").as_ptr(), null_mut(), null_mut(), null_mut()), -DER_NO_PERM);
+        assert_eq!(
+            daos_cont_create_with_label(ro, c("api-ro").as_ptr(), null_mut(), null_mut(), null_mut()),
+            -DER_NO_PERM
+        );
         assert_eq!(daos_pool_disconnect(ro, null_mut()), 0);
 
         assert_eq!(daos_pool_disconnect(poh, null_mut()), 0);
@@ -208,7 +269,10 @@ fn array_roundtrip_multi_iod_multi_recx_is_one_rpc() {
         let mut iova = [d_iov_t::from_slice(&a[..30]), d_iov_t::from_slice(&a[30..])];
         let mut iovb = [d_iov_t::from_slice(&b)];
         let mut sgls = [sgl(&mut iova), sgl(&mut iovb)];
-        assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 2, iods.as_mut_ptr(), sgls.as_mut_ptr(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 2, iods.as_mut_ptr(), sgls.as_mut_ptr(), null_mut()),
+            0
+        );
 
         let mut outa = vec![0u8; 100];
         let mut outb = vec![0u8; 100];
@@ -217,7 +281,20 @@ fn array_roundtrip_multi_iod_multi_recx_is_one_rpc() {
         let mut iovb = [d_iov_t::from_mut(&mut outb)];
         let mut sgls = [sgl(&mut iova), sgl(&mut iovb)];
         let mut iods = [array_iod(b"a", 1, &mut rxa), array_iod(b"b", 1, &mut rxb)];
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 2, iods.as_mut_ptr(), sgls.as_mut_ptr(), null_mut(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_fetch(
+                oh,
+                DAOS_TX_NONE,
+                0,
+                &mut dk,
+                2,
+                iods.as_mut_ptr(),
+                sgls.as_mut_ptr(),
+                null_mut(),
+                null_mut()
+            ),
+            0
+        );
         assert_eq!(outa, a);
         assert_eq!(outb, b);
         assert_eq!(iods[0].iod_size, 1);
@@ -260,7 +337,10 @@ fn single_value_replaced_whole() {
         let mut iod = single_iod(b"sv", DAOS_REC_ANY);
         let mut iov = [d_iov_t::from_mut(&mut small)];
         let mut sg = sgl(&mut iov);
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut(), null_mut()), -DER_REC2BIG);
+        assert_eq!(
+            daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut(), null_mut()),
+            -DER_REC2BIG
+        );
         assert_eq!(iod.iod_size, 5);
         // iod_size 0 update punches the value.
         let mut iod = single_iod(b"sv", 0);
@@ -495,7 +575,10 @@ fn rec_any_on_arrays() {
         let mut iod = array_iod(b"a", DAOS_REC_ANY, &mut rx);
         let mut iov = [d_iov_t::from_mut(&mut out)];
         let mut sg = sgl(&mut iov);
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut(), null_mut()), -DER_REC2BIG);
+        assert_eq!(
+            daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut(), null_mut()),
+            -DER_REC2BIG
+        );
         assert_eq!(iod.iod_size, 4);
         // Absent akey: size 0.
         let mut iod = array_iod(b"zz", DAOS_REC_ANY, &mut rx);
@@ -510,7 +593,10 @@ fn rec_any_on_arrays() {
         assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut()), 0);
         let mut rx = [recx(0, 5)];
         let mut iod = array_iod(b"a", DAOS_REC_ANY, &mut rx);
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, null_mut(), null_mut(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, null_mut(), null_mut(), null_mut()),
+            -DER_INVAL
+        );
         // ...but a range of one size is fine.
         let mut iod = array_iod(b"a", DAOS_REC_ANY, &mut rx2);
         assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, null_mut(), null_mut(), null_mut()), 0);
@@ -561,7 +647,12 @@ fn validation_inval() {
         let mut iod = good;
         iod.iod_nr = 0;
         assert_eq!(upd(&mut dk, 1, &mut iod, &mut sg), -DER_INVAL);
-        for bad in [[recx(0, 0), recx(1, 1)], [recx(1 << 63, 1), recx(0, 1)], [recx(0, 8), recx(7, 8)], [recx(8, 8), recx(0, 9)]] {
+        for bad in [
+            [recx(0, 0), recx(1, 1)],
+            [recx(1 << 63, 1), recx(0, 1)],
+            [recx(0, 8), recx(7, 8)],
+            [recx(8, 8), recx(0, 9)],
+        ] {
             let mut rxs = bad;
             let mut iod = array_iod(b"a", 1, &mut rxs);
             assert_eq!(upd(&mut dk, 1, &mut iod, &mut sg), -DER_INVAL, "{bad:?}");
@@ -588,22 +679,56 @@ fn validation_inval() {
         assert_eq!(upd(&mut dk, 1, &mut good, &mut s2), -DER_INVAL);
 
         // A fetch of an array with a size but no sgls.
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut good, null_mut(), null_mut(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut good, null_mut(), null_mut(), null_mut()),
+            -DER_INVAL
+        );
 
         // Illegal conditional flags.
-        assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, &mut dk, 1, &mut good, &mut sg, null_mut()), -DER_INVAL);
-        assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, DAOS_COND_DKEY_FETCH, &mut dk, 1, &mut good, &mut sg, null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_obj_update(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, &mut dk, 1, &mut good, &mut sg, null_mut()),
+            -DER_INVAL
+        );
+        assert_eq!(
+            daos_obj_update(oh, DAOS_TX_NONE, DAOS_COND_DKEY_FETCH, &mut dk, 1, &mut good, &mut sg, null_mut()),
+            -DER_INVAL
+        );
         let mut out = [0u8; 16];
         let mut oiov = [d_iov_t::from_mut(&mut out)];
         let mut osg = sgl(&mut oiov);
-        for f in [DAOS_COND_DKEY_INSERT, DAOS_COND_AKEY_UPDATE, DAOS_COND_PUNCH, DAOS_COND_PER_AKEY | DAOS_COND_AKEY_FETCH] {
-            assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, f, &mut dk, 1, &mut good, &mut osg, null_mut(), null_mut()), -DER_INVAL, "{f}");
+        for f in
+            [DAOS_COND_DKEY_INSERT, DAOS_COND_AKEY_UPDATE, DAOS_COND_PUNCH, DAOS_COND_PER_AKEY | DAOS_COND_AKEY_FETCH]
+        {
+            assert_eq!(
+                daos_obj_fetch(oh, DAOS_TX_NONE, f, &mut dk, 1, &mut good, &mut osg, null_mut(), null_mut()),
+                -DER_INVAL,
+                "{f}"
+            );
         }
         // A transaction handle other than DAOS_TX_NONE.
-        assert_eq!(daos_obj_update(oh, daos_handle_t { cookie: 77 }, 0, &mut dk, 1, &mut good, &mut sg, null_mut()), -DER_NO_HDL);
+        assert_eq!(
+            daos_obj_update(oh, daos_handle_t { cookie: 77 }, 0, &mut dk, 1, &mut good, &mut sg, null_mut()),
+            -DER_NO_HDL
+        );
         // Bad object handle.
-        assert_eq!(daos_obj_update(DAOS_HDL_INVAL, DAOS_TX_NONE, 0, &mut dk, 1, &mut good, &mut sg, null_mut()), -DER_NO_HDL);
-        assert_eq!(daos_obj_fetch(daos_handle_t { cookie: 12345 }, DAOS_TX_NONE, 0, &mut dk, 1, &mut good, &mut osg, null_mut(), null_mut()), -DER_NO_HDL);
+        assert_eq!(
+            daos_obj_update(DAOS_HDL_INVAL, DAOS_TX_NONE, 0, &mut dk, 1, &mut good, &mut sg, null_mut()),
+            -DER_NO_HDL
+        );
+        assert_eq!(
+            daos_obj_fetch(
+                daos_handle_t { cookie: 12345 },
+                DAOS_TX_NONE,
+                0,
+                &mut dk,
+                1,
+                &mut good,
+                &mut osg,
+                null_mut(),
+                null_mut()
+            ),
+            -DER_NO_HDL
+        );
     }
     // uint64 dkeys must be 8 bytes.
     let oh64 = c.open(c.oid(9, DAOS_OT_DKEY_UINT64, OC_S1), DAOS_OO_RW);
@@ -633,7 +758,10 @@ fn rec2big_before_io() {
         let mut out = [0u8; 8];
         let mut oiov = [d_iov_t::from_mut(&mut out)];
         let mut osg = sgl(&mut oiov);
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut osg, null_mut(), null_mut()), -DER_REC2BIG);
+        assert_eq!(
+            daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut osg, null_mut(), null_mut()),
+            -DER_REC2BIG
+        );
         // Single value larger than its buffer.
         let mut sv = single_iod(b"s", 9);
         assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut sv, &mut sg, null_mut()), -DER_REC2BIG);
@@ -677,7 +805,10 @@ fn punch_variants() {
         assert_eq!(daos_obj_punch_dkeys(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, 1, &mut dk, null_mut()), -DER_NONEXIST);
         let mut ak = [key(b"a")];
         assert_eq!(daos_obj_punch_akeys(oh, DAOS_TX_NONE, 0, &mut dk, 1, ak.as_mut_ptr(), null_mut()), 0);
-        assert_eq!(daos_obj_punch_akeys(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, &mut dk, 1, ak.as_mut_ptr(), null_mut()), -DER_NONEXIST);
+        assert_eq!(
+            daos_obj_punch_akeys(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, &mut dk, 1, ak.as_mut_ptr(), null_mut()),
+            -DER_NONEXIST
+        );
         assert_eq!(daos_obj_punch(oh, DAOS_TX_NONE, 0, null_mut()), 0);
         // Only one dkey per call, refused at once even with an event.
         let mut two = [key(b"x"), key(b"y")];
@@ -690,7 +821,10 @@ fn punch_variants() {
         assert_eq!(put(oh, b"d2", b"a", 0, b"33"), 0);
         let mut dk1 = key(b"d1");
         let mut akb = [key(b"b")];
-        assert_eq!(daos_obj_punch_akeys(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, &mut dk1, 1, akb.as_mut_ptr(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_punch_akeys(oh, DAOS_TX_NONE, DAOS_COND_PUNCH, &mut dk1, 1, akb.as_mut_ptr(), null_mut()),
+            0
+        );
         assert_eq!(get(oh, b"d1", b"b", 0, &mut buf).iod_size, 0);
         assert_eq!(get(oh, b"d1", b"a", 0, &mut buf).iod_size, 1);
         assert_eq!(daos_obj_punch_dkeys(oh, DAOS_TX_NONE, 0, 1, &mut dk1, null_mut()), 0);
@@ -718,7 +852,9 @@ fn conditional_update_and_fetch() {
         let mut iod = array_iod(b"a", 1, &mut rx);
         let mut iov = [d_iov_t::from_slice(&data)];
         let mut sg = sgl(&mut iov);
-        let upd = |f: u64, iod: &mut daos_iod_t, sg: &mut d_sg_list_t, dk: &mut daos_key_t| daos_obj_update(oh, DAOS_TX_NONE, f, dk, 1, iod, sg, null_mut());
+        let upd = |f: u64, iod: &mut daos_iod_t, sg: &mut d_sg_list_t, dk: &mut daos_key_t| {
+            daos_obj_update(oh, DAOS_TX_NONE, f, dk, 1, iod, sg, null_mut())
+        };
         assert_eq!(upd(DAOS_COND_DKEY_UPDATE, &mut iod, &mut sg, &mut dk), -DER_NONEXIST);
         assert_eq!(upd(DAOS_COND_DKEY_INSERT, &mut iod, &mut sg, &mut dk), 0);
         assert_eq!(upd(DAOS_COND_DKEY_INSERT, &mut iod, &mut sg, &mut dk), -DER_EXIST);
@@ -732,10 +868,49 @@ fn conditional_update_and_fetch() {
         let mut oiov = [d_iov_t::from_mut(&mut out)];
         let mut osg = sgl(&mut oiov);
         let mut nodk = key(b"zz");
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, DAOS_COND_DKEY_FETCH, &mut nodk, 1, &mut iod, &mut osg, null_mut(), null_mut()), -DER_NONEXIST);
+        assert_eq!(
+            daos_obj_fetch(
+                oh,
+                DAOS_TX_NONE,
+                DAOS_COND_DKEY_FETCH,
+                &mut nodk,
+                1,
+                &mut iod,
+                &mut osg,
+                null_mut(),
+                null_mut()
+            ),
+            -DER_NONEXIST
+        );
         let mut noak = array_iod(b"zz", 1, &mut rx);
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, DAOS_COND_AKEY_FETCH, &mut dk, 1, &mut noak, &mut osg, null_mut(), null_mut()), -DER_NONEXIST);
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, DAOS_COND_DKEY_FETCH | DAOS_COND_AKEY_FETCH, &mut dk, 1, &mut iod, &mut osg, null_mut(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_fetch(
+                oh,
+                DAOS_TX_NONE,
+                DAOS_COND_AKEY_FETCH,
+                &mut dk,
+                1,
+                &mut noak,
+                &mut osg,
+                null_mut(),
+                null_mut()
+            ),
+            -DER_NONEXIST
+        );
+        assert_eq!(
+            daos_obj_fetch(
+                oh,
+                DAOS_TX_NONE,
+                DAOS_COND_DKEY_FETCH | DAOS_COND_AKEY_FETCH,
+                &mut dk,
+                1,
+                &mut iod,
+                &mut osg,
+                null_mut(),
+                null_mut()
+            ),
+            0
+        );
         assert_eq!(&out, b"abcd");
 
         // SV over an array akey: INVAL (type fixed by the first update).
@@ -759,7 +934,10 @@ fn query_key_max_recx() {
         let f = DAOS_GET_MAX | DAOS_GET_RECX;
         assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, f, &mut dk, &mut ak, &mut rx, null_mut()), 0);
         assert_eq!(rx.rx_idx + rx.rx_nr, 5096);
-        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MIN | DAOS_GET_RECX, &mut dk, &mut ak, &mut rx, null_mut()), 0);
+        assert_eq!(
+            daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MIN | DAOS_GET_RECX, &mut dk, &mut ak, &mut rx, null_mut()),
+            0
+        );
         assert_eq!((rx.rx_idx, rx.rx_nr), (0, 100));
         // Absent dkey / akey: success with a zeroed recx, as DAOS 2.8 answers (its client
         // merges the shards' DER_NONEXIST into rc 0); the stale recx must not survive.
@@ -772,15 +950,31 @@ fn query_key_max_recx() {
         }
         // Zeroed even when the query is rejected.
         rx = recx(7, 9);
-        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_RECX, &mut dk, &mut ak, &mut rx, null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_RECX, &mut dk, &mut ak, &mut rx, null_mut()),
+            -DER_INVAL
+        );
         assert_eq!((rx.rx_idx, rx.rx_nr), (0, 0));
         // Flag rules.
-        for bad in [DAOS_GET_RECX, DAOS_GET_MAX | DAOS_GET_MIN | DAOS_GET_RECX, DAOS_GET_MAX, DAOS_GET_MAX | DAOS_GET_DKEY, DAOS_GET_MAX | DAOS_GET_AKEY] {
-            assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, bad, &mut dk, &mut ak, &mut rx, null_mut()), -DER_INVAL, "{bad}");
+        for bad in [
+            DAOS_GET_RECX,
+            DAOS_GET_MAX | DAOS_GET_MIN | DAOS_GET_RECX,
+            DAOS_GET_MAX,
+            DAOS_GET_MAX | DAOS_GET_DKEY,
+            DAOS_GET_MAX | DAOS_GET_AKEY,
+        ] {
+            assert_eq!(
+                daos_obj_query_key(oh, DAOS_TX_NONE, bad, &mut dk, &mut ak, &mut rx, null_mut()),
+                -DER_INVAL,
+                "{bad}"
+            );
         }
         assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, f, &mut dk, &mut ak, null_mut(), null_mut()), -DER_INVAL);
         assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, f, &mut dk, null_mut(), &mut rx, null_mut()), -DER_INVAL);
-        assert_eq!(daos_obj_query_key(DAOS_HDL_INVAL, DAOS_TX_NONE, f, &mut dk, &mut ak, &mut rx, null_mut()), -DER_NO_HDL);
+        assert_eq!(
+            daos_obj_query_key(DAOS_HDL_INVAL, DAOS_TX_NONE, f, &mut dk, &mut ak, &mut rx, null_mut()),
+            -DER_NO_HDL
+        );
         // A punched range at the end shrinks the answer.
         let mut prx = [recx(4096, 1000)];
         let mut iod = array_iod(b"a", 0, &mut prx);
@@ -804,7 +998,18 @@ fn query_key_max_recx() {
         assert_eq!(dk.iov_len, 8);
         assert_eq!(rx.rx_idx + rx.rx_nr, 10);
         let mut dk = d_iov_t::from_mut(&mut out);
-        assert_eq!(daos_obj_query_key(o64, DAOS_TX_NONE, DAOS_GET_MIN | DAOS_GET_DKEY, &mut dk, null_mut(), null_mut(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_query_key(
+                o64,
+                DAOS_TX_NONE,
+                DAOS_GET_MIN | DAOS_GET_DKEY,
+                &mut dk,
+                null_mut(),
+                null_mut(),
+                null_mut()
+            ),
+            0
+        );
         assert_eq!(u64::from_ne_bytes(out), 5);
     }
     // GET_DKEY on an object with no dkey: success, the dkey left empty.
@@ -813,7 +1018,18 @@ fn query_key_max_recx() {
         let mut out = [0u8; 8];
         let mut dk = d_iov_t::from_mut(&mut out);
         dk.iov_len = 8;
-        assert_eq!(daos_obj_query_key(empty, DAOS_TX_NONE, DAOS_GET_MAX | DAOS_GET_DKEY, &mut dk, null_mut(), null_mut(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_query_key(
+                empty,
+                DAOS_TX_NONE,
+                DAOS_GET_MAX | DAOS_GET_DKEY,
+                &mut dk,
+                null_mut(),
+                null_mut(),
+                null_mut()
+            ),
+            0
+        );
         assert_eq!(dk.iov_len, 0);
     }
     c.close(&[oh, o64, empty]);
@@ -953,7 +1169,10 @@ fn poll_returns_many_and_blocks_until_one() {
     let mut sgls: Vec<d_sg_list_t> = iovs.iter_mut().map(|i| sgl(i)).collect();
     unsafe {
         for i in 0..8 {
-            assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dkeys[i], 1, &mut iods[i], &mut sgls[i], &mut *evs[i]), 0);
+            assert_eq!(
+                daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dkeys[i], 1, &mut iods[i], &mut sgls[i], &mut *evs[i]),
+                0
+            );
         }
         let mut out = [null_mut::<daos_event_t>(); 5];
         assert_eq!(daos_eq_poll(eqh, 1, DAOS_EQ_WAIT, 5, out.as_mut_ptr()), 5);
@@ -1118,7 +1337,8 @@ fn multithread_stress_own_eqs() {
                         })
                     })
                     .collect();
-                let pattern = |op: usize, len: usize| -> Vec<u8> { (0..len).map(|j| (op * 7 + j * 13 + t) as u8).collect() };
+                let pattern =
+                    |op: usize, len: usize| -> Vec<u8> { (0..len).map(|j| (op * 7 + j * 13 + t) as u8).collect() };
                 let len_of = |op: usize| 1000 + (op % 5) * 3000;
                 let submit = |s: &mut Slot, op: usize, write: bool| {
                     let len = len_of(op);
@@ -1134,7 +1354,17 @@ fn multithread_stress_own_eqs() {
                     let rc = if write {
                         daos_obj_update(oh, DAOS_TX_NONE, 0, &mut s.dkey, 1, &mut s.iod, &mut s.sg, &mut *s.ev)
                     } else {
-                        daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut s.dkey, 1, &mut s.iod, &mut s.sg, null_mut(), &mut *s.ev)
+                        daos_obj_fetch(
+                            oh,
+                            DAOS_TX_NONE,
+                            0,
+                            &mut s.dkey,
+                            1,
+                            &mut s.iod,
+                            &mut s.sg,
+                            null_mut(),
+                            &mut *s.ev,
+                        )
                     };
                     assert_eq!(rc, 0);
                 };
@@ -1188,7 +1418,10 @@ fn container_attributes() {
         let mut buf = [0u8; 16];
         let mut sizes = [buf.len()];
         let bufs = [buf.as_mut_ptr().cast::<std::ffi::c_void>()];
-        assert_eq!(daos_cont_get_attr(c.coh, 1, names.as_ptr(), bufs.as_ptr(), sizes.as_mut_ptr(), null_mut()), -DER_NONEXIST);
+        assert_eq!(
+            daos_cont_get_attr(c.coh, 1, names.as_ptr(), bufs.as_ptr(), sizes.as_mut_ptr(), null_mut()),
+            -DER_NONEXIST
+        );
 
         let vals = [value.as_ptr().cast::<std::ffi::c_void>()];
         assert_eq!(daos_cont_set_attr(c.coh, 1, names.as_ptr(), vals.as_ptr(), [value.len()].as_ptr(), null_mut()), 0);
@@ -1206,11 +1439,30 @@ fn container_attributes() {
         assert_eq!(sizes[0], 16);
 
         // Validation: n, NULL arrays, empty names, zero-size values; and a bad handle.
-        assert_eq!(daos_cont_set_attr(c.coh, 0, names.as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()), -DER_INVAL);
-        assert_eq!(daos_cont_set_attr(c.coh, 1, names.as_ptr(), vals.as_ptr(), [0usize].as_ptr(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_cont_set_attr(c.coh, 0, names.as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()),
+            -DER_INVAL
+        );
+        assert_eq!(
+            daos_cont_set_attr(c.coh, 1, names.as_ptr(), vals.as_ptr(), [0usize].as_ptr(), null_mut()),
+            -DER_INVAL
+        );
         let empty = cs("");
-        assert_eq!(daos_cont_set_attr(c.coh, 1, [empty.as_ptr()].as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()), -DER_INVAL);
-        assert_eq!(daos_cont_set_attr(daos_handle_t { cookie: 999_999 }, 1, names.as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()), -DER_NO_HDL);
+        assert_eq!(
+            daos_cont_set_attr(c.coh, 1, [empty.as_ptr()].as_ptr(), vals.as_ptr(), [16usize].as_ptr(), null_mut()),
+            -DER_INVAL
+        );
+        assert_eq!(
+            daos_cont_set_attr(
+                daos_handle_t { cookie: 999_999 },
+                1,
+                names.as_ptr(),
+                vals.as_ptr(),
+                [16usize].as_ptr(),
+                null_mut()
+            ),
+            -DER_NO_HDL
+        );
     }
     c.close(&[]);
 }

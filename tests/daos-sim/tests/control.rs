@@ -1,6 +1,10 @@
 //! Process-wide controls (hang, fail, latency, bandwidth, rpc_cost, counters, reset_data), init
 //! refcounting and DAOS_SIM_POOLS. These change global state, so every test here holds one
 //! lock; this binary is its own process, apart from tests/api.rs.
+// These tests drive the simulator's C API as libdaos's callers do: every unsafe block passes
+// locals that outlive the call (or the event's completion, which each test waits for), so the
+// blocks carry no SAFETY line each.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 mod common;
 
@@ -27,7 +31,13 @@ fn lock() -> MutexGuard<'static, ()> {
     g
 }
 
-fn update_async(oh: daos_handle_t, dk: &mut daos_key_t, iod: &mut daos_iod_t, sg: &mut d_sg_list_t, ev: &mut daos_event_t) {
+fn update_async(
+    oh: daos_handle_t,
+    dk: &mut daos_key_t,
+    iod: &mut daos_iod_t,
+    sg: &mut d_sg_list_t,
+    ev: &mut daos_event_t,
+) {
     assert_eq!(unsafe { daos_obj_update(oh, DAOS_TX_NONE, 0, dk, 1, iod, sg, ev) }, 0);
 }
 
@@ -50,12 +60,9 @@ fn pools_from_environment() {
     let _g = lock();
     assert_eq!(daos_init(), 0);
     unsafe {
-        for (pool, cont, want) in [
-            ("pool2", "c1", 0),
-            ("sim", "other", 0),
-            ("sim", "kv", 0),
-            ("pool2", "kv", -DER_NONEXIST),
-        ] {
+        for (pool, cont, want) in
+            [("pool2", "c1", 0), ("sim", "other", 0), ("sim", "kv", 0), ("pool2", "kv", -DER_NONEXIST)]
+        {
             let mut poh = DAOS_HDL_INVAL;
             assert_eq!(daos_pool_connect2(cs(pool).as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), 0);
             let mut coh = DAOS_HDL_INVAL;
@@ -67,7 +74,10 @@ fn pools_from_environment() {
             assert_eq!(daos_pool_disconnect(poh, null_mut()), 0);
         }
         let mut poh = DAOS_HDL_INVAL;
-        assert_eq!(daos_pool_connect2(cs("pool3").as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()), -DER_NONEXIST);
+        assert_eq!(
+            daos_pool_connect2(cs("pool3").as_ptr(), null(), DAOS_PC_RW, &mut poh, null_mut(), null_mut()),
+            -DER_NONEXIST
+        );
     }
     assert_eq!(daos_fini(), 0);
 }
@@ -75,13 +85,43 @@ fn pools_from_environment() {
 #[test]
 fn control_commands_parse() {
     let _g = lock();
-    for ok in ["hang", "resume", "fail 1011 1", "fail -2001 0", "fail DER_NOREPLY 0", "latency 0", "latency 12.5", "bandwidth 0", "bandwidth 2.5", "rpc_cost 0", "rpc_cost 12.5", "reset_stats", "  resume  "] {
+    for ok in [
+        "hang",
+        "resume",
+        "fail 1011 1",
+        "fail -2001 0",
+        "fail DER_NOREPLY 0",
+        "latency 0",
+        "latency 12.5",
+        "bandwidth 0",
+        "bandwidth 2.5",
+        "rpc_cost 0",
+        "rpc_cost 12.5",
+        "reset_stats",
+        "  resume  ",
+    ] {
         assert_eq!(control(ok), 0, "{ok}");
     }
     assert_eq!(control("latency 0"), 0);
     assert_eq!(control("bandwidth 0"), 0);
     assert_eq!(control("rpc_cost 0"), 0);
-    for bad in ["", "hang now", "fail", "fail 1011", "fail x 1", "fail 1011 -1", "latency", "latency -1", "latency abc", "bandwidth nan", "rpc_cost", "rpc_cost -1", "rpc_cost inf", "rpc_cost 1 2", "explode"] {
+    for bad in [
+        "",
+        "hang now",
+        "fail",
+        "fail 1011",
+        "fail x 1",
+        "fail 1011 -1",
+        "latency",
+        "latency -1",
+        "latency abc",
+        "bandwidth nan",
+        "rpc_cost",
+        "rpc_cost -1",
+        "rpc_cost inf",
+        "rpc_cost 1 2",
+        "explode",
+    ] {
         assert_eq!(control(bad), -DER_INVAL, "{bad:?}");
     }
     assert_eq!(unsafe { daos_sim_control(null()) }, -DER_INVAL);
@@ -360,7 +400,10 @@ fn stats_count_rpcs_iods_recxs_bytes() {
         let mut i2 = [d_iov_t::from_slice(&data[20..50])];
         let mut i3 = [d_iov_t::from_slice(&data[50..])];
         let mut sgls = [sgl(&mut i1), sgl(&mut i2), sgl(&mut i3)];
-        assert_eq!(daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 3, iods.as_mut_ptr(), sgls.as_mut_ptr(), null_mut()), 0);
+        assert_eq!(
+            daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 3, iods.as_mut_ptr(), sgls.as_mut_ptr(), null_mut()),
+            0
+        );
         assert_eq!((stat("update"), stat("iods"), stat("recxs"), stat("bytes_written")), (1, 3, 5, 60));
         // One fetch of a half-written range: bytes_read counts data, not holes.
         let mut buf = [0u8; 30];
@@ -372,18 +415,27 @@ fn stats_count_rpcs_iods_recxs_bytes() {
         assert_eq!((stat("fetch"), stat("bytes_read")), (1, 20));
         let mut ak = key(b"a");
         let mut out = daos_recx_t::default();
-        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MAX | DAOS_GET_RECX, &mut dk, &mut ak, &mut out, null_mut()), 0);
+        assert_eq!(
+            daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MAX | DAOS_GET_RECX, &mut dk, &mut ak, &mut out, null_mut()),
+            0
+        );
         assert_eq!(daos_obj_punch_dkeys(oh, DAOS_TX_NONE, 0, 1, &mut dk, null_mut()), 0);
         assert_eq!((stat("query"), stat("punch")), (1, 1));
         // Validation failures are not RPCs.
-        assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 0, &mut iod, &mut sg, null_mut(), null_mut()), -DER_INVAL);
+        assert_eq!(
+            daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 0, &mut iod, &mut sg, null_mut(), null_mut()),
+            -DER_INVAL
+        );
         assert_eq!(stat("fetch"), 1);
         // inflight: launched and not reaped.
         let eqh = eq_create();
         let mut e1 = event(eqh);
         let mut e2 = event(eqh);
         assert_eq!(daos_obj_fetch(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut(), &mut *e1), 0);
-        assert_eq!(daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MAX | DAOS_GET_RECX, &mut dk, &mut ak, &mut out, &mut *e2), 0);
+        assert_eq!(
+            daos_obj_query_key(oh, DAOS_TX_NONE, DAOS_GET_MAX | DAOS_GET_RECX, &mut dk, &mut ak, &mut out, &mut *e2),
+            0
+        );
         assert_eq!(stat("inflight"), 2);
         let mut evs = [null_mut::<daos_event_t>(); 2];
         let mut n = 0;

@@ -10,7 +10,7 @@ import time
 
 import daoskit
 from daoskit import addr, np
-from real_faults_common import ERRS, finish
+from real_faults_common import ERRS, create_backend_timed, finish
 
 agent_pid, timeout_ms = int(sys.argv[1]), int(sys.argv[2])
 a = daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
@@ -49,13 +49,7 @@ a.agent = None
 del a
 gc.collect()
 teardown_s = time.monotonic() - t
-t = time.monotonic()
-try:
-    daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
-    create = "created"
-except ERRS:
-    create = "refused"
-create_s = time.monotonic() - t
+create, create_s = create_backend_timed(timeout_ms)
 print(
     json.dumps(
         {

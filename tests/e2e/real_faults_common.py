@@ -36,3 +36,15 @@ def finish(agent, h, state, t_post, limit):
     except ERRS:
         state = "ERR"
     return state, time.monotonic() - t_post
+
+
+def create_backend_timed(timeout_ms):
+    # create_backend once more (against a dead engine it must be refused in bounded time):
+    # ("created" or "refused", seconds it took).
+    t = time.monotonic()
+    try:
+        daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
+        outcome = "created"
+    except ERRS:
+        outcome = "refused"
+    return outcome, time.monotonic() - t

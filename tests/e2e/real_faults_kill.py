@@ -11,7 +11,7 @@ import time
 
 import daoskit
 from daoskit import addr, np
-from real_faults_common import ERRS, finish, restart
+from real_faults_common import ERRS, create_backend_timed, finish, restart
 
 engine_pid, timeout_ms = int(sys.argv[1]), int(sys.argv[2])
 limit = timeout_ms / 1000 + 5
@@ -72,13 +72,7 @@ del a
 gc.collect()
 teardown_s = time.monotonic() - t
 # create_backend against the dead engine: refused in bounded time.
-t = time.monotonic()
-try:
-    daoskit.DaosAgent(params={"timeout_ms": timeout_ms})
-    create = "created"
-except ERRS:
-    create = "refused"
-create_s = time.monotonic() - t
+create, create_s = create_backend_timed(timeout_ms)
 # The same process, once the engine is back (a fresh format: the old keys are gone).
 restart()
 b = daoskit.DaosAgent(params={"timeout_ms": timeout_ms})

@@ -215,8 +215,7 @@ pub struct DaosApi {
         info: *mut daos_pool_info_t,
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
-    pub daos_pool_disconnect:
-        unsafe extern "C" fn(poh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
+    pub daos_pool_disconnect: unsafe extern "C" fn(poh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
     pub daos_cont_open2: unsafe extern "C" fn(
         poh: daos_handle_t,
         cont: *const ::std::os::raw::c_char,
@@ -225,8 +224,7 @@ pub struct DaosApi {
         info: *mut daos_cont_info_t,
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
-    pub daos_cont_close:
-        unsafe extern "C" fn(coh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
+    pub daos_cont_close: unsafe extern "C" fn(coh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
     pub daos_cont_create_with_label: unsafe extern "C" fn(
         poh: daos_handle_t,
         label: *const ::std::os::raw::c_char,
@@ -258,8 +256,7 @@ pub struct DaosApi {
         hints: daos_oclass_hints_t,
         args: u32,
     ) -> ::std::os::raw::c_int,
-    pub daos_oclass_name2id:
-        unsafe extern "C" fn(name: *const ::std::os::raw::c_char) -> ::std::os::raw::c_int,
+    pub daos_oclass_name2id: unsafe extern "C" fn(name: *const ::std::os::raw::c_char) -> ::std::os::raw::c_int,
     pub daos_obj_open: unsafe extern "C" fn(
         coh: daos_handle_t,
         oid: daos_obj_id_t,
@@ -267,8 +264,7 @@ pub struct DaosApi {
         oh: *mut daos_handle_t,
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
-    pub daos_obj_close:
-        unsafe extern "C" fn(oh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
+    pub daos_obj_close: unsafe extern "C" fn(oh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
     pub daos_obj_update: unsafe extern "C" fn(
         oh: daos_handle_t,
         th: daos_handle_t,
@@ -308,10 +304,8 @@ pub struct DaosApi {
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
     pub daos_eq_create: unsafe extern "C" fn(eqh: *mut daos_handle_t) -> ::std::os::raw::c_int,
-    pub daos_eq_destroy: unsafe extern "C" fn(
-        eqh: daos_handle_t,
-        flags: ::std::os::raw::c_int,
-    ) -> ::std::os::raw::c_int,
+    pub daos_eq_destroy:
+        unsafe extern "C" fn(eqh: daos_handle_t, flags: ::std::os::raw::c_int) -> ::std::os::raw::c_int,
     pub daos_eq_poll: unsafe extern "C" fn(
         eqh: daos_handle_t,
         wait_running: ::std::os::raw::c_int,
@@ -325,11 +319,8 @@ pub struct DaosApi {
         parent: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
     pub daos_event_fini: unsafe extern "C" fn(ev: *mut daos_event_t) -> ::std::os::raw::c_int,
-    pub daos_event_test: unsafe extern "C" fn(
-        ev: *mut daos_event_t,
-        timeout: i64,
-        flag: *mut bool,
-    ) -> ::std::os::raw::c_int,
+    pub daos_event_test:
+        unsafe extern "C" fn(ev: *mut daos_event_t, timeout: i64, flag: *mut bool) -> ::std::os::raw::c_int,
 }
 impl DaosApi {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -351,9 +342,7 @@ impl DaosApi {
         let daos_pool_disconnect = __library.get(b"daos_pool_disconnect\0").map(|sym| *sym)?;
         let daos_cont_open2 = __library.get(b"daos_cont_open2\0").map(|sym| *sym)?;
         let daos_cont_close = __library.get(b"daos_cont_close\0").map(|sym| *sym)?;
-        let daos_cont_create_with_label = __library
-            .get(b"daos_cont_create_with_label\0")
-            .map(|sym| *sym)?;
+        let daos_cont_create_with_label = __library.get(b"daos_cont_create_with_label\0").map(|sym| *sym)?;
         let daos_cont_set_attr = __library.get(b"daos_cont_set_attr\0").map(|sym| *sym)?;
         let daos_cont_get_attr = __library.get(b"daos_cont_get_attr\0").map(|sym| *sym)?;
         let daos_obj_generate_oid2 = __library.get(b"daos_obj_generate_oid2\0").map(|sym| *sym)?;
@@ -418,11 +407,7 @@ impl DaosApi {
     ) -> ::std::os::raw::c_int {
         (self.daos_pool_connect2)(pool, sys, flags, poh, info, ev)
     }
-    pub unsafe fn daos_pool_disconnect(
-        &self,
-        poh: daos_handle_t,
-        ev: *mut daos_event_t,
-    ) -> ::std::os::raw::c_int {
+    pub unsafe fn daos_pool_disconnect(&self, poh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
         (self.daos_pool_disconnect)(poh, ev)
     }
     pub unsafe fn daos_cont_open2(
@@ -436,11 +421,7 @@ impl DaosApi {
     ) -> ::std::os::raw::c_int {
         (self.daos_cont_open2)(poh, cont, flags, coh, info, ev)
     }
-    pub unsafe fn daos_cont_close(
-        &self,
-        coh: daos_handle_t,
-        ev: *mut daos_event_t,
-    ) -> ::std::os::raw::c_int {
+    pub unsafe fn daos_cont_close(&self, coh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
         (self.daos_cont_close)(coh, ev)
     }
     pub unsafe fn daos_cont_create_with_label(
@@ -486,10 +467,7 @@ impl DaosApi {
     ) -> ::std::os::raw::c_int {
         (self.daos_obj_generate_oid2)(coh, oid, type_, cid, hints, args)
     }
-    pub unsafe fn daos_oclass_name2id(
-        &self,
-        name: *const ::std::os::raw::c_char,
-    ) -> ::std::os::raw::c_int {
+    pub unsafe fn daos_oclass_name2id(&self, name: *const ::std::os::raw::c_char) -> ::std::os::raw::c_int {
         (self.daos_oclass_name2id)(name)
     }
     pub unsafe fn daos_obj_open(
@@ -502,11 +480,7 @@ impl DaosApi {
     ) -> ::std::os::raw::c_int {
         (self.daos_obj_open)(coh, oid, mode, oh, ev)
     }
-    pub unsafe fn daos_obj_close(
-        &self,
-        oh: daos_handle_t,
-        ev: *mut daos_event_t,
-    ) -> ::std::os::raw::c_int {
+    pub unsafe fn daos_obj_close(&self, oh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
         (self.daos_obj_close)(oh, ev)
     }
     pub unsafe fn daos_obj_update(
@@ -562,11 +536,7 @@ impl DaosApi {
     pub unsafe fn daos_eq_create(&self, eqh: *mut daos_handle_t) -> ::std::os::raw::c_int {
         (self.daos_eq_create)(eqh)
     }
-    pub unsafe fn daos_eq_destroy(
-        &self,
-        eqh: daos_handle_t,
-        flags: ::std::os::raw::c_int,
-    ) -> ::std::os::raw::c_int {
+    pub unsafe fn daos_eq_destroy(&self, eqh: daos_handle_t, flags: ::std::os::raw::c_int) -> ::std::os::raw::c_int {
         (self.daos_eq_destroy)(eqh, flags)
     }
     pub unsafe fn daos_eq_poll(

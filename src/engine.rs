@@ -75,6 +75,7 @@ pub enum MemType {
 }
 
 impl MemType {
+    /// NIXL's `nixl_mem_t` numbering (`ND_MEM_*` in include/nixl_daos.h, checked by ffi's tests).
     pub fn from_raw(v: i32) -> Option<MemType> {
         Some(match v {
             0 => MemType::Dram,
@@ -91,6 +92,17 @@ impl MemType {
 pub enum XferOp {
     Read,
     Write,
+}
+
+impl XferOp {
+    /// NIXL's `nixl_xfer_op_t` numbering (`ND_OP_*` in include/nixl_daos.h, checked by ffi's tests).
+    pub fn from_raw(v: i32) -> Option<XferOp> {
+        Some(match v {
+            0 => XferOp::Read,
+            1 => XferOp::Write,
+            _ => return None,
+        })
+    }
 }
 
 /// One OBJ registration: the key, copied.

@@ -89,8 +89,15 @@ int nd_check_xfer(nd_engine *engine, nd_req *req);
  * some, returns an error and the request stays allocated (the caller keeps it, and the buffers). */
 int nd_release_req(nd_engine *engine, nd_req *req);
 
+/* An OBJ key as NIXL gives it. The engine applies the one key rule (as nd_register does): meta,
+ * or the decimal dev_id when meta is empty. */
+typedef struct {
+	nd_str meta;
+	uint64_t dev_id;
+} nd_key;
+
 /* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */
-int nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes);
+int nd_query_mem(nd_engine *engine, const nd_key *keys, size_t n, int64_t *sizes);
 
 #ifdef __cplusplus
 }

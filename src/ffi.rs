@@ -29,6 +29,14 @@ pub struct NdStr {
     pub len: usize,
 }
 
+/// `nd_key`: an OBJ key as NIXL gives it (metaInfo and devId); `ObjectKey::from_registration`
+/// applies the rule.
+#[repr(C)]
+pub struct NdKey {
+    pub meta: NdStr,
+    pub dev_id: u64,
+}
+
 #[repr(C)]
 pub struct NdDesc {
     pub addr: u64,
@@ -329,7 +337,7 @@ pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n: usize, sizes: *mut i64) -> i32 {
+pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdKey, n: usize, sizes: *mut i64) -> i32 {
     guard("queryMem", || {
         // SAFETY: NULL or a live Engine from nd_engine_create (module contract).
         let Some(engine) = (unsafe { engine.as_ref() }) else {
@@ -341,12 +349,12 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
         if keys.is_null() || sizes.is_null() {
             return Status::InvalidParam as i32;
         }
-        // SAFETY: `keys` is non-null (checked above) and holds `n` strings, each NULL or valid for
-        // its length (module contract).
+        // SAFETY: `keys` is non-null (checked above) and holds `n` keys, each meta NULL or valid
+        // for its length (module contract).
         let keys: Vec<ObjectKey> = unsafe { std::slice::from_raw_parts(keys, n) }
             .iter()
-            // SAFETY: each key is NULL or valid for its length (module contract).
-            .map(|k| ObjectKey::from_bytes(unsafe { bytes(k) }))
+            // SAFETY: each meta is NULL or valid for its length (module contract).
+            .map(|k| ObjectKey::from_registration(unsafe { bytes(&k.meta) }, k.dev_id))
             .collect();
         match engine.check_process().and_then(|_| engine.query_sizes(&keys)) {
             Ok(found) => {

@@ -183,7 +183,7 @@ impl Engine {
             .with_der(e.der())
         })?;
         let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
-            let hint = if e.der() == Some(-crate::daos::sys::DER_NONEXIST) {
+            let hint = if e.is_nonexistent() {
                 "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
             } else {
                 ""

@@ -92,7 +92,7 @@ impl Op {
     fn size_result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
         match rc {
             0 => Ok(self.io.size()),
-            rc if rc == -crate::daos::sys::DER_NONEXIST => Ok(None),
+            rc if crate::daos::rc_is_nonexistent(rc) => Ok(None),
             rc => Err(self.daos_error(lib, rc)),
         }
     }

@@ -10,10 +10,11 @@ use parking_lot::Mutex;
 use crate::attempt::Attempt;
 use crate::config::Config;
 use crate::daos::io::IoKind;
+use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
-use crate::lanes::{self, Lanes, Op};
+use crate::lanes::{Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
@@ -333,10 +334,13 @@ impl Engine {
         Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
     }
 
-    /// Size of each key, None where it does not exist. All queries run concurrently.
+    /// Size of each key, None where it does not exist. Up to max_inflight queries run at once,
+    /// driven by the calling thread; the lanes only reap the ones it gives up on.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let bound = Bound::from_now(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, bound)
+        query::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, bound, |left| {
+            self.lanes.adopt_queries(left)
+        })
     }
 
     /// Operations launched into DAOS and not yet completed (abandoned size queries included).

@@ -1,8 +1,9 @@
 //! Safe wrappers over libdaos: a loaded `Library`, and RAII handles `Pool`, `Container`,
 //! `Object`, `EventQueue`. Every call into libdaos is made here, in `io` and through `sys`'s
 //! table. The unsafe fns here (`Object::launch` and the event calls) hand the rest of the
-//! contract to their one caller, `crate::lanes`, whose unsafe blocks hold the launched
-//! operations' raw pointers between launch and reap and free them; each block says why.
+//! contract to their two callers, `crate::lanes` (transfers) and `query` (size queries), whose
+//! unsafe blocks hold the launched operations' raw pointers between launch and reap and free
+//! them; each block says why.
 //!
 //! Asynchronous I/O is launched through `Object::launch`, whose contract (like io_uring's
 //! push) is: everything the operation points at (keys, iods, recxs, sgls, iovs, the event
@@ -12,6 +13,7 @@
 
 pub mod io;
 pub mod log_route;
+pub mod query;
 pub mod sys;
 
 use std::collections::HashMap;
@@ -26,7 +28,7 @@ use crate::error::Error;
 pub use sys::{d_iov_t, d_sg_list_t, daos_event_t, daos_handle_t, daos_iod_t, daos_recx_t};
 
 /// Whether a DAOS return code says "does not exist" (`DER_NONEXIST`): the one place outside
-/// `sys` that knows the number, so the engine and the lanes ask rather than compare codes.
+/// `sys` that knows the number, so the layers above ask rather than compare codes.
 pub fn rc_is_nonexistent(rc: i32) -> bool {
     rc == -sys::DER_NONEXIST
 }

@@ -36,9 +36,23 @@ typedef struct {
 	const nd_md *md;  /* OBJ: the covering registration; DRAM: NULL */
 } nd_desc;
 
-/* Memory types, transfer ops and statuses use NIXL's numbering. */
+/* Memory types, transfer ops and statuses use NIXL's numbering (nixl_mem_t, nixl_xfer_op_t,
+ * nixl_status_t). This header is the one source of these numbers for this project: the Rust
+ * side checks its enums against it (src/ffi.rs, test abi_header), the shim's standalone ABI takes
+ * its values from it (src/shim/nixl_abi.hpp), and the in-tree build checks it against NIXL's
+ * own enums at compile time (upstream/src/plugins/daos/nixl_abi_intree.hpp). */
 enum { ND_MEM_DRAM = 0, ND_MEM_VRAM = 1, ND_MEM_BLK = 2, ND_MEM_OBJ = 3, ND_MEM_FILE = 4 };
 enum { ND_OP_READ = 0, ND_OP_WRITE = 1 };
+/* The statuses that cross this ABI (a subset of nixl_status_t). */
+enum {
+	ND_IN_PROG = 1,
+	ND_SUCCESS = 0,
+	ND_ERR_NOT_POSTED = -1,
+	ND_ERR_INVALID_PARAM = -2,
+	ND_ERR_BACKEND = -3,
+	ND_ERR_REPOST_ACTIVE = -7,
+	ND_ERR_NOT_SUPPORTED = -9
+};
 
 /* Log lines go to stderr unless the host installs a sink first (before any nd_engine_create):
  * one call per line, level 0 trace, 1 debug, 2 info, 3 warn, 4 error; msg is not NUL-terminated.
@@ -75,8 +89,15 @@ int nd_check_xfer(nd_engine *engine, nd_req *req);
  * some, returns an error and the request stays allocated (the caller keeps it, and the buffers). */
 int nd_release_req(nd_engine *engine, nd_req *req);
 
+/* An OBJ key as NIXL gives it. The engine applies the one key rule (as nd_register does): meta,
+ * or the decimal dev_id when meta is empty. */
+typedef struct {
+	nd_str meta;
+	uint64_t dev_id;
+} nd_key;
+
 /* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */
-int nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes);
+int nd_query_mem(nd_engine *engine, const nd_key *keys, size_t n, int64_t *sizes);
 
 #ifdef __cplusplus
 }

@@ -34,19 +34,71 @@ pub struct Config {
     pub timeout_ms: u64,
 }
 
-/// Every parameter this backend reads, with a one-line description (README table).
-pub const PARAMS: &[(&str, &str)] = &[
-    ("pool", "DAOS pool label or UUID (default: $DAOS_POOL)"),
-    ("container", "DAOS container label or UUID (default: $DAOS_CONT)"),
-    ("system", "DAOS system name"),
-    ("daos_lib", "path of libdaos to load (default: $NIXL_DAOS_LIBDAOS, else libdaos.so.2)"),
-    ("create_container", "create the container when it does not exist (true/false)"),
-    ("oclass", "object class name such as SX or RP_3GX; empty lets DAOS choose"),
-    ("fold", "auto: fold a key's descriptors into RPCs of about rpc_target_bytes; true: one RPC per key; false: one RPC per descriptor"),
-    ("rpc_target_bytes", "payload of one DAOS RPC under fold=auto, in bytes"),
-    ("num_queues", "DAOS event queues, each with one progress thread"),
-    ("max_inflight", "DAOS RPCs in flight per engine; more wait in a queue"),
-    ("timeout_ms", "deadline of one request or query, in milliseconds"),
+/// Where the defaults read the environment (the process's, or a test's).
+pub type Env<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// One backend parameter: its name, its default (resolved against the environment) and a
+/// one-line description.
+pub struct Param {
+    pub name: &'static str,
+    pub default: fn(&Env) -> String,
+    pub description: &'static str,
+}
+
+/// Every parameter this backend reads: the one list. `defaults()` (what NIXL shows) and
+/// `Config::parse` come from it, and a test holds the README's parameter table to it.
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "pool",
+        default: |env| env("DAOS_POOL").unwrap_or_default(),
+        description: "DAOS pool label or UUID (default: $DAOS_POOL)",
+    },
+    Param {
+        name: "container",
+        default: |env| env("DAOS_CONT").unwrap_or_default(),
+        description: "DAOS container label or UUID (default: $DAOS_CONT)",
+    },
+    Param { name: "system", default: |_| DEFAULT_SYSTEM.into(), description: "DAOS system name" },
+    Param {
+        name: "daos_lib",
+        default: |env| env("NIXL_DAOS_LIBDAOS").unwrap_or_else(|| DEFAULT_LIBDAOS.into()),
+        description: "path of libdaos to load (default: $NIXL_DAOS_LIBDAOS, else libdaos.so.2)",
+    },
+    Param {
+        name: "create_container",
+        default: |_| "false".into(),
+        description: "create the container when it does not exist (true/false)",
+    },
+    Param {
+        name: "oclass",
+        default: |_| String::new(),
+        description: "object class name such as SX or RP_3GX; empty lets DAOS choose",
+    },
+    Param {
+        name: "fold",
+        default: |_| "auto".into(),
+        description: "auto: fold a key's descriptors into RPCs of about rpc_target_bytes; true: one RPC per key; false: one RPC per descriptor",
+    },
+    Param {
+        name: "rpc_target_bytes",
+        default: |_| DEFAULT_RPC_TARGET_BYTES.to_string(),
+        description: "payload of one DAOS RPC under fold=auto, in bytes",
+    },
+    Param {
+        name: "num_queues",
+        default: |_| default_queues().to_string(),
+        description: "DAOS event queues, each with one progress thread",
+    },
+    Param {
+        name: "max_inflight",
+        default: |_| DEFAULT_MAX_INFLIGHT.to_string(),
+        description: "DAOS RPCs in flight per engine; more wait in a queue",
+    },
+    Param {
+        name: "timeout_ms",
+        default: |_| DEFAULT_TIMEOUT_MS.to_string(),
+        description: "deadline of one request or query, in milliseconds",
+    },
 ];
 
 fn default_queues() -> usize {
@@ -54,20 +106,8 @@ fn default_queues() -> usize {
 }
 
 /// Defaults as NIXL lists them, resolved against the environment `env`.
-pub fn defaults(env: &dyn Fn(&str) -> Option<String>) -> Vec<(&'static str, String)> {
-    vec![
-        ("pool", env("DAOS_POOL").unwrap_or_default()),
-        ("container", env("DAOS_CONT").unwrap_or_default()),
-        ("system", DEFAULT_SYSTEM.into()),
-        ("daos_lib", env("NIXL_DAOS_LIBDAOS").unwrap_or_else(|| DEFAULT_LIBDAOS.into())),
-        ("create_container", "false".into()),
-        ("oclass", String::new()),
-        ("fold", "auto".into()),
-        ("rpc_target_bytes", DEFAULT_RPC_TARGET_BYTES.to_string()),
-        ("num_queues", default_queues().to_string()),
-        ("max_inflight", DEFAULT_MAX_INFLIGHT.to_string()),
-        ("timeout_ms", DEFAULT_TIMEOUT_MS.to_string()),
-    ]
+pub fn defaults(env: &Env) -> Vec<(&'static str, String)> {
+    PARAMS.iter().map(|p| (p.name, (p.default)(env))).collect()
 }
 
 pub fn process_env(name: &str) -> Option<String> {
@@ -140,7 +180,7 @@ fn warn_unknown(names: &[&str]) {
 }
 
 fn known_names() -> String {
-    PARAMS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    PARAMS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
 
 impl Config {
@@ -148,13 +188,13 @@ impl Config {
         Config::parse(params, &process_env)
     }
 
-    pub fn parse(params: &[(String, String)], env: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
+    pub fn parse(params: &[(String, String)], env: &Env) -> Result<Config> {
         let mut given: Vec<(&'static str, &str)> = Vec::new();
         let mut unknown: Vec<&str> = Vec::new();
         let mut bucket: Option<&str> = None;
         for (k, v) in params {
-            match PARAMS.iter().find(|(n, _)| n == k) {
-                Some((n, _)) => given.push((n, v.as_str())),
+            match PARAMS.iter().find(|p| p.name == k) {
+                Some(p) => given.push((p.name, v.as_str())),
                 None if k == BUCKET_ALIAS && !v.trim().is_empty() => bucket = Some(v.as_str()),
                 None => unknown.push(k.as_str()),
             }
@@ -174,14 +214,13 @@ impl Config {
             }
             tracing::info!("DAOS backend: container {b:?} from the S3 parameter {BUCKET_ALIAS} (created when missing)");
         }
-        let defaults = defaults(env);
+        // Each name read here must be in PARAMS (the tests parse every default, so a name that is
+        // not fails them).
         let get = |name: &str| -> String {
-            given
-                .iter()
-                .rev()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.to_string())
-                .unwrap_or_else(|| defaults.iter().find(|(n, _)| *n == name).unwrap().1.clone())
+            given.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| v.to_string()).unwrap_or_else(|| {
+                let p = PARAMS.iter().find(|p| p.name == name);
+                (p.unwrap_or_else(|| panic!("parameter {name:?} is not in config::PARAMS")).default)(env)
+            })
         };
         let system = get("system");
         if system.is_empty() || system.len() > 15 {
@@ -352,12 +391,44 @@ mod tests {
         assert_eq!(Config::parse(&p(&[("bucket", " ")]), &env2).unwrap().container, "envcont");
     }
 
+    /// The README's parameter table lists exactly PARAMS, in order, with the defaults
+    /// `defaults()` gives: a literal in backticks, `empty`, `$VAR` (from the environment) with an
+    /// optional ", else `literal`", or (num_queues only) a sentence checked here by hand.
     #[test]
-    fn every_param_has_a_default() {
-        let d = defaults(&no_env);
-        assert_eq!(d.len(), PARAMS.len());
-        for ((a, _), (b, _)) in PARAMS.iter().zip(d.iter()) {
-            assert_eq!(a, b);
+    fn readme_table_matches_params() {
+        let readme = include_str!("../README.md");
+        let start = readme.find("| parameter | default | meaning |").expect("README has the parameter table");
+        let rows: Vec<(String, String)> = readme[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`').to_string(), cells[2].to_string())
+            })
+            .collect();
+        let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, PARAMS.iter().map(|p| p.name).collect::<Vec<_>>(), "README's parameter table");
+        let marker = |_: &str| Some("from-env".to_string());
+        for ((name, shown), p) in rows.iter().zip(PARAMS) {
+            let plain = (p.default)(&no_env);
+            let with_env = (p.default)(&marker);
+            if let Some(rest) = shown.strip_prefix("`$") {
+                let (var, rest) = rest.split_once('`').unwrap();
+                assert_eq!((p.default)(&|n: &str| (n == var).then(|| "from-env".to_string())), "from-env", "{name}");
+                let fallback = rest.strip_prefix(", else `").map(|r| r.trim_end_matches('`')).unwrap_or("");
+                assert_eq!(plain, fallback, "{name}: README says {shown}");
+            } else if shown == "empty" {
+                assert_eq!((plain.as_str(), with_env.as_str()), ("", ""), "{name}");
+            } else if name == "num_queues" {
+                assert_eq!(shown, "cores, at most 8");
+                assert_eq!(plain, default_queues().to_string());
+                assert!((1..=8).contains(&default_queues()));
+            } else {
+                assert!(shown.starts_with('`') && shown.ends_with('`'), "{name}: default cell {shown:?}");
+                assert_eq!(plain, shown.trim_matches('`'), "{name}");
+                assert_eq!(with_env, plain, "{name}: README shows no environment variable");
+            }
         }
     }
 }

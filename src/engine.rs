@@ -10,10 +10,11 @@ use parking_lot::Mutex;
 use crate::attempt::Attempt;
 use crate::config::Config;
 use crate::daos::io::IoKind;
+use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
 use crate::key::ObjectKey;
-use crate::lanes::{self, Lanes, Op};
+use crate::lanes::{Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
@@ -75,6 +76,7 @@ pub enum MemType {
 }
 
 impl MemType {
+    /// NIXL's `nixl_mem_t` numbering (`ND_MEM_*` in include/nixl_daos.h, checked by ffi's tests).
     pub fn from_raw(v: i32) -> Option<MemType> {
         Some(match v {
             0 => MemType::Dram,
@@ -91,6 +93,17 @@ impl MemType {
 pub enum XferOp {
     Read,
     Write,
+}
+
+impl XferOp {
+    /// NIXL's `nixl_xfer_op_t` numbering (`ND_OP_*` in include/nixl_daos.h, checked by ffi's tests).
+    pub fn from_raw(v: i32) -> Option<XferOp> {
+        Some(match v {
+            0 => XferOp::Read,
+            1 => XferOp::Write,
+            _ => return None,
+        })
+    }
 }
 
 /// One OBJ registration: the key, copied.
@@ -171,7 +184,7 @@ impl Engine {
             .with_der(e.der())
         })?;
         let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
-            let hint = if e.der() == Some(-crate::daos::sys::DER_NONEXIST) {
+            let hint = if e.is_nonexistent() {
                 "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
             } else {
                 ""
@@ -321,10 +334,13 @@ impl Engine {
         Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
     }
 
-    /// Size of each key, None where it does not exist. All queries run concurrently.
+    /// Size of each key, None where it does not exist. Up to max_inflight queries run at once,
+    /// driven by the calling thread; the lanes only reap the ones it gives up on.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let bound = Bound::from_now(self.cfg.timeout_ms);
-        lanes::query_sizes(self.lib, self.object(), &self.lanes, keys, self.cfg.max_inflight, bound)
+        query::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, bound, |left| {
+            self.lanes.adopt_queries(left)
+        })
     }
 
     /// Operations launched into DAOS and not yet completed (abandoned size queries included).

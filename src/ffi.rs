@@ -29,6 +29,14 @@ pub struct NdStr {
     pub len: usize,
 }
 
+/// `nd_key`: an OBJ key as NIXL gives it (metaInfo and devId); `ObjectKey::from_registration`
+/// applies the rule.
+#[repr(C)]
+pub struct NdKey {
+    pub meta: NdStr,
+    pub dev_id: u64,
+}
+
 #[repr(C)]
 pub struct NdDesc {
     pub addr: u64,
@@ -260,10 +268,8 @@ pub unsafe extern "C" fn nd_prep_xfer(
         };
         // SAFETY: `out` is non-null (checked above) and points at the caller's slot.
         unsafe { *out = std::ptr::null_mut() };
-        let op = match op {
-            0 => XferOp::Read,
-            1 => XferOp::Write,
-            _ => return fail("prepXfer", Error::InvalidArg(format!("unknown transfer op {op}"))),
+        let Some(op) = XferOp::from_raw(op) else {
+            return fail("prepXfer", Error::InvalidArg(format!("unknown transfer op {op}")));
         };
         let (Some(lm), Some(rm)) = (MemType::from_raw(local_mem), MemType::from_raw(remote_mem)) else {
             return fail("prepXfer", Error::InvalidArg(format!("unknown memory types {local_mem}/{remote_mem}")));
@@ -331,7 +337,7 @@ pub unsafe extern "C" fn nd_release_req(engine: *mut Engine, req: *mut Request) 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n: usize, sizes: *mut i64) -> i32 {
+pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdKey, n: usize, sizes: *mut i64) -> i32 {
     guard("queryMem", || {
         // SAFETY: NULL or a live Engine from nd_engine_create (module contract).
         let Some(engine) = (unsafe { engine.as_ref() }) else {
@@ -343,12 +349,12 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
         if keys.is_null() || sizes.is_null() {
             return Status::InvalidParam as i32;
         }
-        // SAFETY: `keys` is non-null (checked above) and holds `n` strings, each NULL or valid for
-        // its length (module contract).
+        // SAFETY: `keys` is non-null (checked above) and holds `n` keys, each meta NULL or valid
+        // for its length (module contract).
         let keys: Vec<ObjectKey> = unsafe { std::slice::from_raw_parts(keys, n) }
             .iter()
-            // SAFETY: each key is NULL or valid for its length (module contract).
-            .map(|k| ObjectKey::from_bytes(unsafe { bytes(k) }))
+            // SAFETY: each meta is NULL or valid for its length (module contract).
+            .map(|k| ObjectKey::from_registration(unsafe { bytes(&k.meta) }, k.dev_id))
             .collect();
         match engine.check_process().and_then(|_| engine.query_sizes(&keys)) {
             Ok(found) => {
@@ -362,4 +368,88 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdStr, n
             Err(e) => fail("queryMem", e),
         }
     })
+}
+
+/// include/nixl_daos.h is the one source of NIXL's numbering across the C ABI: these tests read
+/// its `ND_*` constants and hold the Rust side to them.
+#[cfg(test)]
+mod abi_header {
+    use std::collections::HashMap;
+
+    use tracing::Level;
+
+    use crate::engine::{MemType, XferOp};
+    use crate::error::Status;
+
+    /// Every `ND_NAME = value` in the header's enums.
+    fn constants() -> HashMap<String, i32> {
+        let header = include_str!("../include/nixl_daos.h");
+        let mut out = HashMap::new();
+        for item in header.split(['{', '}', ',', ';', '\n']) {
+            let Some((name, value)) = item.split_once('=') else { continue };
+            let name = name.trim();
+            if !name.starts_with("ND_") {
+                continue;
+            }
+            let value = value.trim().parse().unwrap_or_else(|e| panic!("{name} = {value:?}: {e}"));
+            assert!(out.insert(name.to_string(), value).is_none(), "{name} defined twice");
+        }
+        out
+    }
+
+    fn get(c: &HashMap<String, i32>, name: &str) -> i32 {
+        *c.get(name).unwrap_or_else(|| panic!("include/nixl_daos.h lacks {name}"))
+    }
+
+    #[test]
+    fn mem_types_and_ops_match_the_header() {
+        let c = constants();
+        for (name, mem) in [
+            ("ND_MEM_DRAM", MemType::Dram),
+            ("ND_MEM_VRAM", MemType::Vram),
+            ("ND_MEM_BLK", MemType::Blk),
+            ("ND_MEM_OBJ", MemType::Obj),
+            ("ND_MEM_FILE", MemType::File),
+        ] {
+            assert_eq!(MemType::from_raw(get(&c, name)), Some(mem), "{name}");
+        }
+        assert_eq!(c.keys().filter(|k| k.starts_with("ND_MEM_")).count(), 5, "a memory type Rust does not know");
+        assert_eq!(XferOp::from_raw(get(&c, "ND_OP_READ")), Some(XferOp::Read));
+        assert_eq!(XferOp::from_raw(get(&c, "ND_OP_WRITE")), Some(XferOp::Write));
+        assert_eq!(c.keys().filter(|k| k.starts_with("ND_OP_")).count(), 2, "an op Rust does not know");
+    }
+
+    #[test]
+    fn statuses_match_the_header() {
+        let c = constants();
+        let statuses = [
+            ("ND_IN_PROG", Status::InProgress),
+            ("ND_SUCCESS", Status::Success),
+            ("ND_ERR_NOT_POSTED", Status::NotPosted),
+            ("ND_ERR_INVALID_PARAM", Status::InvalidParam),
+            ("ND_ERR_BACKEND", Status::Backend),
+            ("ND_ERR_REPOST_ACTIVE", Status::RepostActive),
+            ("ND_ERR_NOT_SUPPORTED", Status::NotSupported),
+        ];
+        for (name, status) in statuses {
+            assert_eq!(status as i32, get(&c, name), "{name}");
+            assert_eq!(Status::from_raw(get(&c, name)), status, "{name}");
+        }
+        let in_header = c.keys().filter(|k| k.starts_with("ND_ERR_") || *k == "ND_IN_PROG" || *k == "ND_SUCCESS");
+        assert_eq!(in_header.count(), statuses.len(), "a status Rust does not produce");
+    }
+
+    #[test]
+    fn log_levels_match_the_header() {
+        let c = constants();
+        for (name, level) in [
+            ("ND_LOG_TRACE", Level::TRACE),
+            ("ND_LOG_DEBUG", Level::DEBUG),
+            ("ND_LOG_INFO", Level::INFO),
+            ("ND_LOG_WARN", Level::WARN),
+            ("ND_LOG_ERROR", Level::ERROR),
+        ] {
+            assert_eq!(crate::log::sink_level(level), get(&c, name), "{name}");
+        }
+    }
 }

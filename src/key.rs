@@ -8,18 +8,14 @@ use std::sync::Arc;
 pub struct ObjectKey(Arc<[u8]>);
 
 impl ObjectKey {
-    /// NIXL's rule (as in its OBJ plugin): `metaInfo`, or the decimal `devId` when empty.
+    /// NIXL's rule (as in its OBJ plugin): `metaInfo`, or the decimal `devId` when empty. The one
+    /// implementation of it: registerMem and queryMem (through the C ABI) both come here.
     pub fn from_registration(meta: &[u8], dev_id: u64) -> ObjectKey {
         if meta.is_empty() {
             ObjectKey(dev_id.to_string().into_bytes().into())
         } else {
             ObjectKey(meta.into())
         }
-    }
-
-    /// A key given as bytes (queryMem: the shim already applied the registration rule).
-    pub fn from_bytes(key: &[u8]) -> ObjectKey {
-        ObjectKey(key.into())
     }
 
     pub fn as_bytes(&self) -> &[u8] {

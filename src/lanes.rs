@@ -24,7 +24,8 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::attempt::Attempt;
 use crate::daos::io::{Extent, IoDesc, IoKind};
-use crate::daos::{daos_event_t, Bound, EventQueue, Library, Object};
+use crate::daos::query::Abandoned;
+use crate::daos::{daos_event_t, EventQueue, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
 
@@ -33,8 +34,6 @@ use crate::key::ObjectKey;
 const POLL_US: i64 = 20_000;
 /// Events reaped per poll.
 const REAP_BATCH: usize = 64;
-/// Longest single `daos_event_test` wait of a size query.
-const TEST_SLICE: Duration = Duration::from_millis(1);
 /// Orphaned size queries tested per pass of the reaping lane.
 const ORPHAN_BATCH: usize = 4096;
 /// Still-running orphans in a row that end a reaping pass.
@@ -50,7 +49,7 @@ const PARK: Duration = Duration::from_millis(100);
 pub struct Op {
     ev: daos_event_t,
     io: IoDesc,
-    /// The transfer it belongs to; None for a size query driven by its caller.
+    /// The transfer it belongs to.
     attempt: Option<Arc<Attempt>>,
 }
 
@@ -83,18 +82,6 @@ impl Op {
             }
         }
         Ok(())
-    }
-
-    /// What a completed size query says: the size, or None when the key does not exist. DAOS
-    /// 2.8 answers a never-written key with success and an empty recx (the client merges the
-    /// shards' `DER_NONEXIST` into rc 0), so an empty recx means absent; a written key always
-    /// has at least one record. `DER_NONEXIST` is kept as absent too (older clients).
-    fn size_result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
-        match rc {
-            0 => Ok(self.io.size()),
-            rc if rc == -crate::daos::sys::DER_NONEXIST => Ok(None),
-            rc => Err(self.daos_error(lib, rc)),
-        }
     }
 
     /// Reports the DAOS result to the op's transfer; `launched`: it went through
@@ -133,21 +120,17 @@ impl Op {
 #[derive(Default)]
 struct Orphans {
     /// Handed over by queryMem callers; a short lock, never held while testing events.
-    incoming: Mutex<Vec<OrphanOp>>,
+    incoming: Mutex<Vec<Abandoned>>,
     /// Being tested by the reaping thread.
-    held: Mutex<VecDeque<OrphanOp>>,
+    held: Mutex<VecDeque<Abandoned>>,
     /// Not yet reaped, both lists together.
     count: AtomicUsize,
 }
 
-struct OrphanOp(*mut Op);
-// SAFETY: the Op behind the pointer is owned by the orphan lists (or DAOS) alone.
-unsafe impl Send for OrphanOp {}
-
 impl Orphans {
-    fn adopt(&self, ops: Vec<*mut Op>) {
-        let n = ops.len();
-        self.incoming.lock().extend(ops.into_iter().map(OrphanOp));
+    fn adopt(&self, queries: Vec<Abandoned>) {
+        let n = queries.len();
+        self.incoming.lock().extend(queries);
         self.count.fetch_add(n, Ordering::AcqRel);
     }
 
@@ -164,18 +147,12 @@ impl Orphans {
         held.extend(self.incoming.lock().drain(..));
         let (mut i, mut tested, mut reaped, mut misses) = (0, 0, 0, 0);
         while i < held.len() && tested < ORPHAN_BATCH && misses < ORPHAN_MISSES {
-            let raw = held[i].0;
             tested += 1;
-            // SAFETY: raw is a launched, unreaped query event owned by this list.
-            match unsafe { lib.event_test(std::ptr::addr_of_mut!((*raw).ev), 0) } {
+            match held[i].try_reap(lib) {
                 Ok(true) => {
-                    held.remove(i); // near the front: cheap in a VecDeque
+                    held.remove(i); // near the front: cheap in a VecDeque; spent, so dropped
                     reaped += 1;
                     misses = 0;
-                    // SAFETY: reaped: DAOS is done with it, and the list no longer names it.
-                    let mut op = unsafe { Box::from_raw(raw) };
-                    // SAFETY: initialised, and no longer running (reaped, or never launched).
-                    unsafe { lib.fini_event(&mut op.ev) };
                 }
                 Ok(false) => {
                     i += 1;
@@ -252,94 +229,6 @@ impl Shared {
                 w.remove(key);
             }
         }
-    }
-}
-
-/// Sizes of `keys` (None: absent), queried from the calling thread: up to `window` queries in
-/// flight at once on events outside any queue, progressed with `daos_event_test` here.
-/// queryMem is synchronous for its caller anyway, and driving progress in the caller spares a
-/// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
-/// Queries still inside DAOS when it gives up (at `deadline`, or on an error of DAOS's event
-/// calls) go to `lanes`, which free them once DAOS completes them.
-pub fn query_sizes(
-    lib: &'static Library,
-    obj: &Object,
-    lanes: &Lanes,
-    keys: &[ObjectKey],
-    window: usize,
-    bound: Bound,
-) -> Result<Vec<Option<u64>>, Error> {
-    let mut inflight: VecDeque<(usize, *mut Op)> = VecDeque::new();
-    let result = drive_queries(lib, obj, keys, window, bound, &mut inflight);
-    if !inflight.is_empty() {
-        lanes.adopt_queries(inflight.into_iter().map(|(_, op)| op).collect());
-    }
-    result
-}
-
-fn drive_queries(
-    lib: &'static Library,
-    obj: &Object,
-    keys: &[ObjectKey],
-    window: usize,
-    bound: Bound,
-    inflight: &mut VecDeque<(usize, *mut Op)>,
-) -> Result<Vec<Option<u64>>, Error> {
-    let deadline = bound.deadline;
-    let mut sizes = vec![None; keys.len()];
-    let mut first_err: Option<Error> = None;
-    let mut next = 0;
-    while next < keys.len() || !inflight.is_empty() {
-        while next < keys.len() && inflight.len() < window.max(1) {
-            let raw = Box::into_raw(Op::new(IoKind::Size, &keys[next], &[], None));
-            // SAFETY: raw is a live boxed Op; from launch until reaped it belongs to DAOS.
-            let rc = unsafe {
-                match lib.init_event_unqueued(std::ptr::addr_of_mut!((*raw).ev)) {
-                    Err(e) => {
-                        drop(Box::from_raw(raw));
-                        return Err(e);
-                    }
-                    Ok(()) => obj.launch(std::ptr::addr_of_mut!((*raw).io), std::ptr::addr_of_mut!((*raw).ev)),
-                }
-            };
-            if rc == 0 {
-                inflight.push_back((next, raw));
-            } else {
-                // SAFETY: not launched, so not DAOS's.
-                let mut op = unsafe { Box::from_raw(raw) };
-                // SAFETY: initialised, and no longer running (reaped, or never launched).
-                unsafe { lib.fini_event(&mut op.ev) };
-                first_err.get_or_insert(op.daos_error(lib, rc));
-            }
-            next += 1;
-        }
-        let Some(&(index, raw)) = inflight.front() else { continue };
-        // Short slices: another thread progressing the same DAOS context may complete our
-        // event behind our back, and CaRT would otherwise sleep out a long slice.
-        let left = deadline.saturating_duration_since(Instant::now()).min(TEST_SLICE);
-        // SAFETY: raw is launched and not yet reaped.
-        let done = unsafe { lib.event_test(std::ptr::addr_of_mut!((*raw).ev), left.as_micros() as i64)? };
-        if done {
-            inflight.pop_front();
-            // SAFETY: reaped: DAOS is done with it.
-            let mut op = unsafe { Box::from_raw(raw) };
-            let rc = op.ev.ev_error;
-            // SAFETY: initialised, and no longer running (reaped, or never launched).
-            unsafe { lib.fini_event(&mut op.ev) };
-            match op.size_result(lib, rc) {
-                Ok(size) => sizes[index] = size,
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
-        } else if Instant::now() >= deadline {
-            let missing = inflight.len() + (keys.len() - next);
-            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: bound.ms });
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(sizes),
     }
 }
 
@@ -620,8 +509,8 @@ impl Lanes {
 
     /// Hands the size queries a `queryMem` gave up on to the lanes, which free them once DAOS
     /// has completed them.
-    pub fn adopt_queries(&self, ops: Vec<*mut Op>) {
-        self.shared.orphans.adopt(ops);
+    pub fn adopt_queries(&self, queries: Vec<Abandoned>) {
+        self.shared.orphans.adopt(queries);
     }
 
     /// Stops every lane: ops still in DAOS get `grace` to complete, then are left behind, and

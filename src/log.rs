@@ -88,19 +88,24 @@ impl io::Write for SinkLine {
     }
 }
 
+/// The sink's number for a level (`ND_LOG_*` in include/nixl_daos.h, checked by ffi's tests).
+pub(crate) fn sink_level(level: Level) -> i32 {
+    match level {
+        Level::TRACE => 0,
+        Level::DEBUG => 1,
+        Level::INFO => 2,
+        Level::WARN => 3,
+        Level::ERROR => 4,
+    }
+}
+
 impl Drop for SinkLine {
     fn drop(&mut self) {
         let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
         if line.is_empty() {
             return;
         }
-        let level = match self.level {
-            Level::TRACE => 0,
-            Level::DEBUG => 1,
-            Level::INFO => 2,
-            Level::WARN => 3,
-            Level::ERROR => 4,
-        };
+        let level = sink_level(self.level);
         // SAFETY: the sink was given by the shim through nd_set_log_sink, whose contract is a
         // function callable from any thread for the life of the process; the pointer and length
         // describe `line`, alive for the duration of the call.

@@ -1,8 +1,9 @@
 //! Safe wrappers over libdaos: a loaded `Library`, and RAII handles `Pool`, `Container`,
 //! `Object`, `EventQueue`. Every call into libdaos is made here, in `io` and through `sys`'s
 //! table. The unsafe fns here (`Object::launch` and the event calls) hand the rest of the
-//! contract to their one caller, `crate::lanes`, whose unsafe blocks hold the launched
-//! operations' raw pointers between launch and reap and free them; each block says why.
+//! contract to their two callers, `crate::lanes` (transfers) and `query` (size queries), whose
+//! unsafe blocks hold the launched operations' raw pointers between launch and reap and free
+//! them; each block says why.
 //!
 //! Asynchronous I/O is launched through `Object::launch`, whose contract (like io_uring's
 //! push) is: everything the operation points at (keys, iods, recxs, sgls, iovs, the event
@@ -12,6 +13,7 @@
 
 pub mod io;
 pub mod log_route;
+pub mod query;
 pub mod sys;
 
 use std::collections::HashMap;
@@ -24,6 +26,24 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 
 pub use sys::{d_iov_t, d_sg_list_t, daos_event_t, daos_handle_t, daos_iod_t, daos_recx_t};
+
+/// Whether a DAOS return code says "does not exist" (`DER_NONEXIST`): the one place outside
+/// `sys` that knows the number, so the layers above ask rather than compare codes.
+pub fn rc_is_nonexistent(rc: i32) -> bool {
+    rc == -sys::DER_NONEXIST
+}
+
+impl Error {
+    /// A DAOS error saying the pool, container, attribute or key does not exist.
+    pub fn is_nonexistent(&self) -> bool {
+        self.der().is_some_and(rc_is_nonexistent)
+    }
+
+    /// A DAOS error saying the thing to create exists already (`DER_EXIST`).
+    pub fn is_existing(&self) -> bool {
+        self.der() == Some(-sys::DER_EXIST)
+    }
+}
 
 /// A loaded libdaos. Loaded once per path for the life of the process: operations left in
 /// flight by a torn-down engine may still be completed by the library, so it is never unloaded.
@@ -280,7 +300,7 @@ impl Container {
             )
         };
         let coh = match open() {
-            Err(e) if create && e.der() == Some(-sys::DER_NONEXIST) => {
+            Err(e) if create && e.is_nonexistent() => {
                 tracing::info!(container = label, pool = %pool.label, "creating container");
                 let created =
                     bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
@@ -298,7 +318,7 @@ impl Container {
                     });
                 // Another agent may have created it at the same moment: EXIST is fine.
                 match created {
-                    Err(e) if e.der() != Some(-sys::DER_EXIST) => return Err(e),
+                    Err(e) if !e.is_existing() => return Err(e),
                     _ => {}
                 }
                 open()?.1
@@ -321,7 +341,7 @@ impl Container {
             unsafe { lib.api.daos_cont_get_attr(coh, 1, names.as_ptr(), std::ptr::null(), size, ev) }
         });
         let (n, names, size) = match sized {
-            Err(e) if e.der() == Some(-sys::DER_NONEXIST) => return Ok(None),
+            Err(e) if e.is_nonexistent() => return Ok(None),
             other => other?,
         };
         let mut value = vec![0u8; size];
@@ -526,4 +546,18 @@ impl Drop for EventQueue {
 /// Builds a `d_iov_t` over `len` bytes at `ptr`, full (iov_len = iov_buf_len = len).
 pub fn iov(ptr: *mut u8, len: usize) -> d_iov_t {
     d_iov_t { iov_buf: ptr.cast(), iov_buf_len: len, iov_len: len }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_der_checks() {
+        let daos = |rc| Error::Daos { call: "daos_cont_open2", rc, name: String::new() };
+        assert!(daos(-1005).is_nonexistent() && !daos(-1005).is_existing());
+        assert!(daos(-1004).is_existing() && !daos(-1004).is_nonexistent());
+        assert!(!daos(-1002).is_nonexistent() && !Error::InvalidArg("x".into()).is_nonexistent());
+        assert!(rc_is_nonexistent(-1005) && !rc_is_nonexistent(0) && !rc_is_nonexistent(1005));
+    }
 }

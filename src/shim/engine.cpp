@@ -345,8 +345,8 @@ nixlDaosEngine::genNotif(const std::string &, const std::string &) const {
     return kErrNotSupported;
 }
 
-// Keys are metaInfo, or the decimal devId when metaInfo is empty. Answers: {"size": bytes} for a
-// key that exists, nullopt for one that does not.
+// Each descriptor's metaInfo and devId go to the engine, which applies the key rule (as for
+// registerMem). Answers: {"size": bytes} for a key that exists, nullopt for one that does not.
 Status
 nixlDaosEngine::queryMem(const BlobList &descs, std::vector<QueryResp> &resp) const {
     return guarded("queryMem", [&] {
@@ -354,16 +354,10 @@ nixlDaosEngine::queryMem(const BlobList &descs, std::vector<QueryResp> &resp) co
             return kErrBackend;
         }
         const size_t n = static_cast<size_t>(std::max(descs.descCount(), 0));
-        std::vector<std::string> devid_keys(n); // sized once: the nd_str pointers stay valid
-        std::vector<nd_str> keys(n);
+        std::vector<nd_key> keys(n);
         for (size_t i = 0; i < n; ++i) {
             const BlobDesc &d = descs[i];
-            if (d.metaInfo.empty()) {
-                devid_keys[i] = std::to_string(d.devId);
-                keys[i] = asNdStr(devid_keys[i]);
-            } else {
-                keys[i] = asNdStr(d.metaInfo);
-            }
+            keys[i] = nd_key{asNdStr(d.metaInfo), d.devId};
         }
         std::vector<int64_t> sizes(n, -1);
         const Status st = status(nd_query_mem(engine_, arrayPtr(keys), n, arrayPtr(sizes)));

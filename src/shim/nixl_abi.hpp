@@ -10,6 +10,8 @@
 #ifndef NIXL_DAOS_SHIM_NIXL_ABI_HPP
 #define NIXL_DAOS_SHIM_NIXL_ABI_HPP
 
+#include "nixl_daos.h"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -24,19 +26,25 @@
 namespace nixl_daos::abi {
 
 // nixl_status_t: an int-sized enum. Only the values the shim itself produces; Rust's statuses pass
-// through as they are.
+// through as they are. The numbers come from include/nixl_daos.h (the one source).
 enum Status : int {
-    kInProg = 1,
-    kSuccess = 0,
-    kErrInvalidParam = -2,
-    kErrBackend = -3,
-    kErrNotSupported = -9,
+    kInProg = ND_IN_PROG,
+    kSuccess = ND_SUCCESS,
+    kErrInvalidParam = ND_ERR_INVALID_PARAM,
+    kErrBackend = ND_ERR_BACKEND,
+    kErrNotSupported = ND_ERR_NOT_SUPPORTED,
 };
 
-// nixl_mem_t and nixl_xfer_op_t: int-sized enums, same numbering as include/nixl_daos.h.
-enum MemType : int { kDram = 0, kVram = 1, kBlk = 2, kObj = 3, kFile = 4 };
+// nixl_mem_t and nixl_xfer_op_t: int-sized enums, numbered by include/nixl_daos.h.
+enum MemType : int {
+    kDram = ND_MEM_DRAM,
+    kVram = ND_MEM_VRAM,
+    kBlk = ND_MEM_BLK,
+    kObj = ND_MEM_OBJ,
+    kFile = ND_MEM_FILE,
+};
 
-enum XferOp : int { kRead = 0, kWrite = 1 };
+enum XferOp : int { kRead = ND_OP_READ, kWrite = ND_OP_WRITE };
 enum class CostMethod : int {}; // nixl_cost_t: only ever passed by reference
 
 using Params = std::unordered_map<std::string, std::string>; // nixl_b_params_t

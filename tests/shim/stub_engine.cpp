@@ -13,7 +13,14 @@
 
 namespace {
 
-constexpr int kOk = 0, kInProg = 1, kErrInvalid = -2, kErrBackend = -3, kErrNotSupported = -9;
+constexpr int kOk = ND_SUCCESS, kInProg = ND_IN_PROG, kErrInvalid = ND_ERR_INVALID_PARAM,
+              kErrBackend = ND_ERR_BACKEND, kErrNotSupported = ND_ERR_NOT_SUPPORTED;
+
+// The stand-in's copy of NIXL's key rule (the plugin's one implementation is src/key.rs).
+std::string
+stubKey(nd_str meta, uint64_t dev_id) {
+    return meta.len ? std::string(meta.ptr, meta.len) : std::to_string(dev_id);
+}
 
 struct Store {
     std::mutex mu;
@@ -87,7 +94,7 @@ nd_register(nd_engine *,
     if (mem_type != ND_MEM_OBJ) {
         return kErrNotSupported;
     }
-    *out = new nd_md{meta.len ? std::string(meta.ptr, meta.len) : std::to_string(dev_id)};
+    *out = new nd_md{stubKey(meta, dev_id)};
     return kOk;
 }
 
@@ -160,10 +167,10 @@ nd_release_req(nd_engine *, nd_req *req) {
 }
 
 int
-nd_query_mem(nd_engine *engine, const nd_str *keys, size_t n, int64_t *sizes) {
+nd_query_mem(nd_engine *engine, const nd_key *keys, size_t n, int64_t *sizes) {
     std::lock_guard<std::mutex> lock(engine->store.mu);
     for (size_t i = 0; i < n; ++i) {
-        auto it = engine->store.objects.find(std::string(keys[i].ptr, keys[i].len));
+        auto it = engine->store.objects.find(stubKey(keys[i].meta, keys[i].dev_id));
         sizes[i] = it == engine->store.objects.end() ? -1 : int64_t(it->second.size());
     }
     return kOk;

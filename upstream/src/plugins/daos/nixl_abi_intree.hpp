@@ -15,6 +15,22 @@
 
 namespace nixl_daos::abi {
 
+// include/nixl_daos.h numbers memory types, ops and statuses as NIXL does: checked here against
+// NIXL's own enums, so a renumbering on either side fails this build.
+static_assert(static_cast<int>(DRAM_SEG) == ND_MEM_DRAM && static_cast<int>(VRAM_SEG) == ND_MEM_VRAM &&
+                  static_cast<int>(BLK_SEG) == ND_MEM_BLK && static_cast<int>(OBJ_SEG) == ND_MEM_OBJ &&
+                  static_cast<int>(FILE_SEG) == ND_MEM_FILE,
+              "nixl_daos.h's ND_MEM_* differ from nixl_mem_t");
+static_assert(static_cast<int>(NIXL_READ) == ND_OP_READ && static_cast<int>(NIXL_WRITE) == ND_OP_WRITE,
+              "nixl_daos.h's ND_OP_* differ from nixl_xfer_op_t");
+static_assert(static_cast<int>(NIXL_IN_PROG) == ND_IN_PROG && static_cast<int>(NIXL_SUCCESS) == ND_SUCCESS &&
+                  static_cast<int>(NIXL_ERR_NOT_POSTED) == ND_ERR_NOT_POSTED &&
+                  static_cast<int>(NIXL_ERR_INVALID_PARAM) == ND_ERR_INVALID_PARAM &&
+                  static_cast<int>(NIXL_ERR_BACKEND) == ND_ERR_BACKEND &&
+                  static_cast<int>(NIXL_ERR_REPOST_ACTIVE) == ND_ERR_REPOST_ACTIVE &&
+                  static_cast<int>(NIXL_ERR_NOT_SUPPORTED) == ND_ERR_NOT_SUPPORTED,
+              "nixl_daos.h's ND_* statuses differ from nixl_status_t");
+
 using Status = nixl_status_t;
 inline constexpr Status kInProg = NIXL_IN_PROG;
 inline constexpr Status kSuccess = NIXL_SUCCESS;

@@ -1,0 +1,156 @@
+//! Size queries (`daos_obj_query_key`), driven from the calling thread: they need no lane, only
+//! events outside any queue that the caller tests. Queries still inside DAOS when the caller
+//! gives up are handed back as `Abandoned`, for someone (the lanes) to reap later.
+
+use std::collections::VecDeque;
+use std::ptr::addr_of_mut;
+use std::time::{Duration, Instant};
+
+use super::io::{IoDesc, IoKind};
+use super::{daos_event_t, rc_is_nonexistent, Bound, Library, Object};
+use crate::error::Error;
+use crate::key::ObjectKey;
+
+/// Longest single `daos_event_test` wait of a size query.
+const TEST_SLICE: Duration = Duration::from_millis(1);
+
+/// One size query. `#[repr(C)]` with the event first, as for the lanes' operations.
+#[repr(C)]
+struct SizeQuery {
+    ev: daos_event_t,
+    io: IoDesc,
+}
+
+impl SizeQuery {
+    fn daos_error(lib: &Library, rc: i32) -> Error {
+        Error::Daos { call: "daos_obj_query_key", rc, name: lib.errstr(rc) }
+    }
+
+    /// What a completed size query says: the size, or None when the key does not exist. DAOS
+    /// 2.8 answers a never-written key with success and an empty recx (the client merges the
+    /// shards' `DER_NONEXIST` into rc 0), so an empty recx means absent; a written key always
+    /// has at least one record. `DER_NONEXIST` is kept as absent too (older clients).
+    fn result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
+        match rc {
+            0 => Ok(self.io.size()),
+            rc if rc_is_nonexistent(rc) => Ok(None),
+            rc => Err(SizeQuery::daos_error(lib, rc)),
+        }
+    }
+}
+
+/// A launched size query its caller gave up on; DAOS still holds it. Never dropped while
+/// DAOS may complete it: `try_reap` frees it once DAOS is done, and one that is never reaped
+/// is leaked (late completion must never touch freed memory).
+pub struct Abandoned(*mut SizeQuery);
+
+// SAFETY: the query behind the pointer is owned by whoever holds the `Abandoned` (or DAOS) alone.
+unsafe impl Send for Abandoned {}
+
+impl Abandoned {
+    /// Tests the query without waiting: `Ok(true)` when DAOS completed it, and it was freed
+    /// (the `Abandoned` is then spent: drop it, never test it again); `Ok(false)` while DAOS
+    /// still holds it.
+    pub fn try_reap(&self, lib: &Library) -> Result<bool, Error> {
+        let raw = self.0;
+        // SAFETY: raw is a launched, unreaped query event owned by this `Abandoned`.
+        let done = unsafe { lib.event_test(addr_of_mut!((*raw).ev), 0)? };
+        if done {
+            // SAFETY: reaped: DAOS is done with it, and the caller drops this handle now.
+            let mut q = unsafe { Box::from_raw(raw) };
+            // SAFETY: initialised, and no longer running (reaped).
+            unsafe { lib.fini_event(&mut q.ev) };
+        }
+        Ok(done)
+    }
+}
+
+/// Sizes of `keys` (None: absent), queried from the calling thread: up to `window` queries in
+/// flight at once on events outside any queue, progressed with `daos_event_test` here.
+/// queryMem is synchronous for its caller anyway, and driving progress in the caller spares a
+/// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
+/// Queries still inside DAOS when it gives up (at the deadline, or on an error of DAOS's event
+/// calls) go to `abandon`, which must keep them until DAOS completes them.
+pub fn query_sizes(
+    lib: &'static Library,
+    obj: &Object,
+    keys: &[ObjectKey],
+    window: usize,
+    bound: Bound,
+    abandon: impl FnOnce(Vec<Abandoned>),
+) -> Result<Vec<Option<u64>>, Error> {
+    let mut inflight: VecDeque<(usize, *mut SizeQuery)> = VecDeque::new();
+    let result = drive(lib, obj, keys, window, bound, &mut inflight);
+    if !inflight.is_empty() {
+        abandon(inflight.into_iter().map(|(_, q)| Abandoned(q)).collect());
+    }
+    result
+}
+
+fn drive(
+    lib: &'static Library,
+    obj: &Object,
+    keys: &[ObjectKey],
+    window: usize,
+    bound: Bound,
+    inflight: &mut VecDeque<(usize, *mut SizeQuery)>,
+) -> Result<Vec<Option<u64>>, Error> {
+    let deadline = bound.deadline;
+    let mut sizes = vec![None; keys.len()];
+    let mut first_err: Option<Error> = None;
+    let mut next = 0;
+    while next < keys.len() || !inflight.is_empty() {
+        while next < keys.len() && inflight.len() < window.max(1) {
+            let query =
+                SizeQuery { ev: daos_event_t::default(), io: IoDesc::new(IoKind::Size, keys[next].clone(), &[]) };
+            let raw = Box::into_raw(Box::new(query));
+            // SAFETY: raw is a live boxed query; from launch until reaped it belongs to DAOS.
+            let rc = unsafe {
+                match lib.init_event_unqueued(addr_of_mut!((*raw).ev)) {
+                    Err(e) => {
+                        drop(Box::from_raw(raw));
+                        return Err(e);
+                    }
+                    Ok(()) => obj.launch(addr_of_mut!((*raw).io), addr_of_mut!((*raw).ev)),
+                }
+            };
+            if rc == 0 {
+                inflight.push_back((next, raw));
+            } else {
+                // SAFETY: not launched, so not DAOS's.
+                let mut q = unsafe { Box::from_raw(raw) };
+                // SAFETY: initialised, and no longer running (never launched).
+                unsafe { lib.fini_event(&mut q.ev) };
+                first_err.get_or_insert(SizeQuery::daos_error(lib, rc));
+            }
+            next += 1;
+        }
+        let Some(&(index, raw)) = inflight.front() else { continue };
+        // Short slices: another thread progressing the same DAOS context may complete our
+        // event behind our back, and CaRT would otherwise sleep out a long slice.
+        let left = deadline.saturating_duration_since(Instant::now()).min(TEST_SLICE);
+        // SAFETY: raw is launched and not yet reaped.
+        let done = unsafe { lib.event_test(addr_of_mut!((*raw).ev), left.as_micros() as i64)? };
+        if done {
+            inflight.pop_front();
+            // SAFETY: reaped: DAOS is done with it.
+            let mut q = unsafe { Box::from_raw(raw) };
+            let rc = q.ev.ev_error;
+            // SAFETY: initialised, and no longer running (reaped).
+            unsafe { lib.fini_event(&mut q.ev) };
+            match q.result(lib, rc) {
+                Ok(size) => sizes[index] = size,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        } else if Instant::now() >= deadline {
+            let missing = inflight.len() + (keys.len() - next);
+            return Err(Error::Timeout { what: format!("{missing} of {} key queries", keys.len()), ms: bound.ms });
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(sizes),
+    }
+}

@@ -117,13 +117,18 @@ def test_static_pool_reuses_its_slots(engines):
     setup = lmc.Setup(bucket=bucket(), pool_size=8)
     engine = engines(setup)
     seqs = [lmc.tokens_for(seed, 4 * CHUNK) for seed in range(30, 35)]  # 20 chunks > 8 slots
+    # LMCache's puts run on its event loop after store() returns; slots are taken and evicted as
+    # they complete, so each store is let finish before the next (else which chunks keep a slot
+    # depends on the loop's timing: a seen flake, lookup 0 of the last sequence).
     for toks in seqs[:2]:
         lmc.store(engine, setup, toks)
+        lmc.wait_puts_done(engine)
     for toks in seqs[:2]:
         assert engine.lookup(toks) == toks.numel()
         assert_retrieves(engine, setup, toks, toks.numel())
     for toks in seqs[2:]:
         lmc.store(engine, setup, toks)  # evicts older chunks, rewriting their slots
+        lmc.wait_puts_done(engine)
     for toks in seqs[-2:]:
         assert engine.lookup(toks) == toks.numel()
         assert_retrieves(engine, setup, toks, toks.numel())

@@ -155,6 +155,19 @@ class StatsDelta:
 # data
 
 
+def post_reads_left_in_flight(agent, dev: int, size: int, n: int):
+    """Posts n READs of OBJ devId `dev` (size bytes each) into fresh registered buffers and
+    leaves them in flight: the exit scenarios then let the interpreter free buffers and handles
+    in its own order. Returns (buffers, handles); keep them referenced until exit."""
+    bufs, handles = [], []
+    for _ in range(n):
+        buf = np.zeros(size, np.uint8)
+        agent.reg_dram(buf)
+        bufs.append(buf)
+        handles.append(agent.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])[0])
+    return bufs, handles
+
+
 def unique_key(prefix: str = "k") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 

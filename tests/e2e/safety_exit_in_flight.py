@@ -4,10 +4,8 @@ Interpreter exit with fetches in flight. Prints its findings as one JSON line.""
 import json
 import sys
 
-import numpy as np
-
 import daoskit
-from daoskit import addr, pattern, unique_key
+from daoskit import pattern, unique_key
 
 daoskit.prepare_environment()
 sim = daoskit.Sim()
@@ -15,12 +13,7 @@ d = daoskit.DaosAgent(params={"timeout_ms": 10000, "num_queues": 2})
 size = 1 << 20
 dev = d.put(unique_key("exit"), pattern(size, 4))
 sim.control("latency 300000")
-bufs, handles = [], []
-for _ in range(8):
-    buf = np.zeros(size, np.uint8)
-    d.reg_dram(buf)
-    bufs.append(buf)
-    handles.append(d.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])[0])
+bufs, handles = daoskit.post_reads_left_in_flight(d, dev, size, 8)
 print(json.dumps({"posted": len(handles)}))
 sys.stdout.flush()
 # falls off the end: Python frees buffers, handles and the agent in its own order

@@ -74,10 +74,5 @@ sim.control("resume")
 e = daoskit.DaosAgent(params={"timeout_ms": 20000})
 dev = e.put(unique_key("exit"), data)
 sim.control("latency 300000")
-bufs, handles = [], []
-for _ in range(4):
-    b = np.zeros(size, np.uint8)
-    e.reg_dram(b)
-    bufs.append(b)
-    handles.append(e.post("READ", [(addr(b), size, 0)], [(0, size, dev)])[0])
+bufs, handles = daoskit.post_reads_left_in_flight(e, dev, size, 4)
 print("scenario done", flush=True)

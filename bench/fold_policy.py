@@ -13,6 +13,11 @@ each auto policy to the better of fold=true and fold=false.
 
     .venv/bin/python bench/fold_policy.py [--real] [--rounds 3] [--layouts 1m40,1m10,64k,4k,8m]
                                           [--targets 262144,1048576,4194304] [--out DIR]
+                                          [--policies fold,nofold,auto] [--sim-model "rpc_cost 40; ..."]
+
+A layout is a name below or KEYSxLAYERSxBLOCK (e.g. 64x1x4k, 16x32x16k, 8x1x2m). --sim-model sends
+daos-sim control commands (its cost model) before every measurement; bench/calibrate.py fits one
+to the real engine.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ def parse_args(argv=None):
     ap.add_argument(
         "--real", action="store_true", help="a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS) instead of daos-sim"
     )
+    ap.add_argument(
+        "--policies", default="fold,nofold,auto", help="comma list of fold, nofold, auto (one per --targets)"
+    )
+    ap.add_argument("--sim-model", default="", help="daos-sim control commands, ';'-separated (daos-sim only)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds over every layout and policy; the best counts")
     ap.add_argument("--layouts", default="1m40,1m10,64k,4k,8m", help=f"comma list of {', '.join(LAYOUTS)}")
     ap.add_argument("--targets", default="262144,1048576,4194304", help="rpc_target_bytes of the fold=auto policies")
@@ -68,6 +77,21 @@ os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent other
 
 import kv_bench  # noqa: E402
 from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
+
+
+def parse_layout(spec: str) -> tuple[int, int, int]:
+    """A LAYOUTS name or KEYSxLAYERSxBLOCK, BLOCK in bytes or with a k/m suffix (KiB/MiB)."""
+    if spec in LAYOUTS:
+        return LAYOUTS[spec]
+    try:
+        k, layers, b = spec.lower().split("x")
+        mult = {"k": KiB, "m": MiB}.get(b[-1:], 1)
+        dims = int(k), int(layers), int(b.rstrip("km")) * mult
+    except ValueError:
+        dims = (0, 0, 0)
+    if min(dims) <= 0:
+        raise SystemExit(f"--layouts: {spec!r} is neither one of {', '.join(LAYOUTS)} nor KEYSxLAYERSxBLOCK (64x1x4k)")
+    return dims
 
 
 def daos_tool() -> str | None:
@@ -173,17 +197,27 @@ def main() -> int:
     daoskit.prepare_environment()
     target = a.default_target or plugin_default_target()
     targets = sorted({int(x) for x in a.targets.split(",") if x.strip()} | {target})
-    policies = [{"fold": "true"}, {"fold": "false"}] + [{"fold": "auto", "rpc_target_bytes": str(t)} for t in targets]
-    layouts = [Workload(n, *LAYOUTS[n]) for n in a.layouts.split(",") if n.strip()]
+    wanted = {x.strip() for x in a.policies.split(",") if x.strip()}
+    unknown = wanted - {"fold", "nofold", "auto"}
+    if unknown or not wanted:
+        raise SystemExit(f"--policies: {sorted(unknown) or 'nothing'} given; choose from fold, nofold, auto")
+    policies = [p for n, p in (("fold", {"fold": "true"}), ("nofold", {"fold": "false"})) if n in wanted]
+    if "auto" in wanted:
+        policies += [{"fold": "auto", "rpc_target_bytes": str(t)} for t in targets]
+    layouts = [Workload(n.strip(), *parse_layout(n.strip())) for n in a.layouts.split(",") if n.strip()]
     sim = None
     if not a.real:
         sim = daoskit.Sim()
         kv_bench.calm(sim)
         sim.control("reset_data")
+        for cmd in filter(None, (c.strip() for c in a.sim_model.split(";"))):
+            sim.control(cmd)
+    elif a.sim_model:
+        raise SystemExit("--sim-model applies to daos-sim only, not with --real")
     where = (
         f"real DAOS pool {os.environ.get('DAOS_POOL')} via {os.environ.get('NIXL_DAOS_LIBDAOS')}"
         if a.real
-        else "daos-sim (no modeled cost)"
+        else f"daos-sim ({a.sim_model or 'no modeled cost'})"
     )
     print(
         f"fold policies on {where}: new-key writes and reads, one NIXL request per key, window {a.window}, "
@@ -207,20 +241,22 @@ def main() -> int:
 
     names = [policy_name(p) for p in policies]
     dname = policy_name({"fold": "auto", "rpc_target_bytes": str(target)})
-    print(
-        f"\nGB/s, new-key write / read (best of {a.rounds}); 'vs best' = {dname} (the default) / the better "
-        f"of fold and nofold; each auto column's ratio in the second table"
-    )
-    head = f"{'layout':<26}" + "".join(f"{n:>15}" for n in names) + f"{'vs best W/R':>14}"
-    print(head)
+    rated = "fold" in names and "nofold" in names  # the ratios need both fixed policies
+    print(f"\nGB/s, new-key write / read (best of {a.rounds})", end="")
+    print(f"; 'vs best' = {dname} (the default) / the better of fold and nofold" if rated and dname in names else "")
+    head = f"{'layout':<26}" + "".join(f"{n:>15}" for n in names)
+    print(head + (f"{'vs best W/R':>14}" if rated and dname in names else ""))
     rows = []
     for w in layouts:
         g = {n: {op: w.nbytes / best[(w.name, n)][op] / GB for op in ("WRITE", "READ")} for n in names}
-        ref = {op: max(g["fold"][op], g["nofold"][op]) for op in ("WRITE", "READ")}
-        ratio = {n: {op: g[n][op] / ref[op] for op in ref} for n in names}
+        ratio = {}
+        if rated:
+            ref = {op: max(g["fold"][op], g["nofold"][op]) for op in ("WRITE", "READ")}
+            ratio = {n: {op: g[n][op] / ref[op] for op in ref} for n in names}
         desc = f"{w.keys}x{w.layers}x{w.block // MiB}M" if w.block >= MiB else f"{w.keys}x{w.layers}x{w.block // KiB}K"
         line = f"{desc:<26}" + "".join(f"{g[n]['WRITE']:>7.2f}/{g[n]['READ']:<7.2f}" for n in names)
-        line += f"{ratio[dname]['WRITE']:>7.2f}/{ratio[dname]['READ']:<6.2f}"
+        if dname in ratio:
+            line += f"{ratio[dname]['WRITE']:>7.2f}/{ratio[dname]['READ']:<6.2f}"
         print(line)
         rows.append(
             {
@@ -229,30 +265,31 @@ def main() -> int:
                 "layers": w.layers,
                 "block": w.block,
                 "gbps": g,
+                "seconds": {n: {op: best[(w.name, n)][op] for op in ("WRITE", "READ")} for n in names},
                 "ratio_to_best": ratio,
                 "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names},
             }
         )
-    print("\nratio to the better of fold/nofold, write / read")
-    print(f"{'layout':<26}" + "".join(f"{n:>15}" for n in names))
-    for row in rows:
-        w = row["layout"]
+    if rated:
+        print("\nratio to the better of fold/nofold, write / read")
+        print(f"{'layout':<26}" + "".join(f"{n:>15}" for n in names))
+        for row in rows:
+            r = row["ratio_to_best"]
+            print(f"{row['layout']:<26}" + "".join(f"{r[n]['WRITE']:>7.2f}/{r[n]['READ']:<7.2f}" for n in names))
+    if rated and dname in names:
+        worst = min(min(r["ratio_to_best"][dname].values()) for r in rows)
+        wins = [r["layout"] for r in rows if min(r["ratio_to_best"][dname].values()) > 1.0]
         print(
-            f"{w:<26}"
-            + "".join(
-                f"{row['ratio_to_best'][n]['WRITE']:>7.2f}/{row['ratio_to_best'][n]['READ']:<7.2f}" for n in names
-            )
+            f"\n{dname}: worst ratio {worst:.2f} (target >= 0.90: {'PASS' if worst >= 0.9 else 'MISS'}); "
+            f"beats both fixed policies on: {', '.join(wins) or 'none'}"
         )
-    worst = min(min(r["ratio_to_best"][dname].values()) for r in rows)
-    wins = [r["layout"] for r in rows if min(r["ratio_to_best"][dname].values()) > 1.0]
-    print(
-        f"\n{dname}: worst ratio {worst:.2f} (target >= 0.90: {'PASS' if worst >= 0.9 else 'MISS'}); "
-        f"beats both fixed policies on: {', '.join(wins) or 'none'}"
-    )
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "fold_policy.json").write_text(
-            json.dumps({"where": where, "rounds": a.rounds, "default": dname, "rows": rows}, indent=1)
+            json.dumps(
+                {"where": where, "sim_model": a.sim_model, "rounds": a.rounds, "default": dname, "rows": rows},
+                indent=1,
+            )
         )
     return 0
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::cost;
 use crate::event::{self, Eq, Task, Work};
 use crate::ffi::*;
 use crate::handles::{self, ContH, Hdl, ObjH, PoolH};
@@ -446,6 +447,17 @@ static OCLASSES: &[OClass] = &[
     OClass { name: "EC_2P1GX", id: OC_EC_2P1GX, rf: 1, grp_size: 3 },
 ];
 
+impl OClass {
+    /// How many times a write's bytes cross the network: once per replica, (k+p)/k for EC.
+    fn write_copies(&self) -> f64 {
+        match self.name.split('_').next() {
+            Some("RP") => self.grp_size as f64,
+            Some("EC") => self.grp_size as f64 / (self.grp_size - self.rf) as f64,
+            _ => 1.0,
+        }
+    }
+}
+
 fn oclass_by_redun(redun: u32) -> Option<&'static OClass> {
     OCLASSES.iter().find(|c| c.id >> 24 == redun)
 }
@@ -601,7 +613,8 @@ unsafe fn obj_open(coh: daos_handle_t, oid: daos_obj_id_t, mode: u32, oh: *mut d
             tracing::warn!(class = class.name, rf = c.cont.rf, "obj_open: class below container redundancy factor");
             return -DER_INVAL;
         }
-        *oh = handles::insert(Hdl::Obj(Arc::new(ObjH { coh: c, oid, writable, otype })));
+        let write_copies = class.write_copies();
+        *oh = handles::insert(Hdl::Obj(Arc::new(ObjH { coh: c, oid, writable, otype, write_copies })));
         0
     }
 }
@@ -632,9 +645,10 @@ fn tx_ok(th: daos_handle_t) -> bool {
     th.cookie == 0
 }
 
-/// Records an object RPC and returns the task that completes it.
-fn obj_task(ready_bytes: u64, work: Work) -> Task {
-    let ready = sim::ready_at(ready_bytes);
+/// Records an object RPC and returns the task that completes it, ready when the cost model
+/// says (see `cost`).
+fn obj_task(op: cost::Op, recxs: u64, bytes: u64, copies: f64, work: Work) -> Task {
+    let ready = cost::ready_at(op, recxs, bytes, copies);
     let work = match sim::take_injected_failure() {
         Some(rc) => {
             tracing::debug!(rc, "injected failure");
@@ -712,9 +726,11 @@ unsafe fn obj_rw(
             sync = ev.is_null(),
             "object RPC"
         );
+        let op = if update { cost::Op::Update } else { cost::Op::Fetch };
+        let copies = o.write_copies;
         let a = RwArgs { o, flags, dkey, nr, iods, sgls };
         let work: Work = if update { Box::new(move || a.update()) } else { Box::new(move || a.fetch()) };
-        submit(ev, obj_task(checked.bytes, work))
+        submit(ev, obj_task(op, checked.recxs, checked.bytes, copies, work))
     }
 }
 
@@ -794,7 +810,7 @@ unsafe fn punch(
         }
         STATS.punch.fetch_add(1, Relaxed);
         let a = PunchArgs { o, flags, what, dkey, akeys };
-        submit(ev, obj_task(0, Box::new(move || a.run())))
+        submit(ev, obj_task(cost::Op::Other, 0, 0, 1.0, Box::new(move || a.run())))
     }
 }
 
@@ -897,7 +913,7 @@ pub unsafe extern "C" fn daos_obj_query_key(
         io::reset_query_dkey(flags, dkey);
         STATS.query.fetch_add(1, Relaxed);
         let a = QueryArgs { o, flags, dkey, akey, recx };
-        submit(ev, obj_task(0, Box::new(move || a.run())))
+        submit(ev, obj_task(cost::Op::Other, 0, 0, 1.0, Box::new(move || a.run())))
     }
 }
 

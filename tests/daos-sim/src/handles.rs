@@ -27,6 +27,8 @@ pub struct ObjH {
     pub oid: daos_obj_id_t,
     pub writable: bool,
     pub otype: u32,
+    /// What the cost model multiplies an update's bytes by (replicas; see `cost`).
+    pub write_copies: f64,
 }
 
 impl ObjH {

@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod copy;
+pub mod cost;
 mod errstr;
 mod event;
 pub mod ffi;

@@ -1,5 +1,5 @@
-//! Process-wide simulator state: configuration from the environment, the network model
-//! (latency, bandwidth, per-RPC cost), fault injection (hang, fail), counters, and
+//! Process-wide simulator state: configuration from the environment (the cost model itself is
+//! in `cost`), fault injection (hang, fail), counters, and
 //! `daos_sim_control` / `daos_sim_stats`.
 
 use std::cell::RefCell;
@@ -7,10 +7,10 @@ use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::cost;
 use crate::ffi::*;
 use crate::store::Store;
 
@@ -33,15 +33,26 @@ pub fn global() -> &'static Global {
         let spec = std::env::var("DAOS_SIM_POOLS").unwrap_or_else(|_| DEFAULT_POOLS.to_string());
         let store = Store::from_spec(&spec, rf);
         if let Some(us) = env_f64("DAOS_SIM_LATENCY_US") {
-            set_latency_us(us);
+            cost::set_latency_us(us);
         }
         if let Some(bw) = env_f64("DAOS_SIM_BANDWIDTH_GBPS") {
-            set_bandwidth_gbps(bw);
+            cost::set_bandwidth_gbps(bw);
         }
         if let Some(us) = env_f64("DAOS_SIM_RPC_COST_US") {
-            set_rpc_cost_us(us);
+            cost::set_rpc_cost_us(us);
         }
-        tracing::info!(pools = %spec, rf, "daos-sim initialised");
+        if let Some(us) = env_f64("DAOS_SIM_RECX_COST_US") {
+            cost::set_recx_cost_us(us);
+        }
+        for (name, op) in [("DAOS_SIM_COST_UPDATE", cost::Op::Update), ("DAOS_SIM_COST_FETCH", cost::Op::Fetch)] {
+            if let Ok(v) = std::env::var(name) {
+                match parse_op_cost(&v.split_whitespace().collect::<Vec<_>>()) {
+                    Some((rpc, recx, bw)) => cost::set_op_cost(op, rpc, recx, bw),
+                    None => tracing::warn!("{name}={v:?} is not \"<rpc_us> <recx_us> <gbps>\"; ignored"),
+                }
+            }
+        }
+        tracing::info!(pools = %spec, rf, cost = %cost::describe(), "daos-sim initialised");
         Global { store }
     })
 }
@@ -130,68 +141,6 @@ impl Stats {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Latency / bandwidth / per-RPC cost model
-
-static LATENCY_NS: AtomicU64 = AtomicU64::new(0);
-/// Bandwidth in bytes per nanosecond (= GB/s) as f64 bits; 0 = unlimited.
-static BANDWIDTH: AtomicU64 = AtomicU64::new(0);
-/// Serialized service time of each object RPC on the shared link (a server's per-RPC work).
-static RPC_COST_NS: AtomicU64 = AtomicU64::new(0);
-/// When the shared link is next free.
-static LINK_FREE: Mutex<Option<Instant>> = Mutex::new(None);
-
-pub fn set_latency_us(us: f64) {
-    LATENCY_NS.store((us * 1000.0) as u64, Relaxed);
-}
-
-pub fn set_bandwidth_gbps(gbps: f64) {
-    BANDWIDTH.store(if gbps > 0.0 { gbps.to_bits() } else { 0 }, Relaxed);
-    forget_link_if_unused();
-}
-
-pub fn set_rpc_cost_us(us: f64) {
-    RPC_COST_NS.store((us * 1000.0) as u64, Relaxed);
-    forget_link_if_unused();
-}
-
-/// With neither bandwidth nor rpc_cost the link is not modelled: drop its busy time, so that
-/// turning either on later does not start behind a stale queue.
-fn forget_link_if_unused() {
-    if BANDWIDTH.load(Relaxed) == 0 && RPC_COST_NS.load(Relaxed) == 0 {
-        *LINK_FREE.lock() = None;
-    }
-}
-
-/// When an object RPC moving `bytes` that is sent now may complete; `None` = at once (the
-/// model is off, and then no clock is read).
-///
-/// The RPC holds the one shared link for `rpc_cost + bytes / bandwidth`, after the RPCs sent
-/// before it: `ready_at = max(now, link_free_at) + rpc_cost + bytes / bandwidth`, and
-/// `link_free_at` becomes that. Then `latency` is added, which RPCs in flight overlap.
-pub fn ready_at(bytes: u64) -> Option<Instant> {
-    let lat = LATENCY_NS.load(Relaxed);
-    let bw = BANDWIDTH.load(Relaxed);
-    let cost = RPC_COST_NS.load(Relaxed);
-    if lat == 0 && bw == 0 && cost == 0 {
-        return None;
-    }
-    let now = Instant::now();
-    let mut t = now;
-    if bw != 0 || cost != 0 {
-        let xfer = if bw != 0 { (bytes as f64 / f64::from_bits(bw)) as u64 } else { 0 };
-        let busy = Duration::from_nanos(cost.saturating_add(xfer));
-        let mut link = LINK_FREE.lock();
-        let start = match *link {
-            Some(f) if f > now => f,
-            _ => now,
-        };
-        t = start + busy;
-        *link = Some(t);
-    }
-    Some(t + Duration::from_nanos(lat))
-}
-
-// ---------------------------------------------------------------------------------------------
 // Faults
 
 /// "hang": no object RPC completes until "resume".
@@ -243,6 +192,19 @@ pub fn take_injected_failure() -> Option<c_int> {
     None
 }
 
+/// A non-negative finite number.
+fn non_negative(s: &str) -> Option<f64> {
+    s.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0)
+}
+
+/// `<rpc_us> <recx_us> <gbps>`, as `cost <op>` and DAOS_SIM_COST_<OP> take them.
+fn parse_op_cost(words: &[&str]) -> Option<(f64, f64, f64)> {
+    match words {
+        [rpc, recx, bw] => Some((non_negative(rpc)?, non_negative(recx)?, non_negative(bw)?)),
+        _ => None,
+    }
+}
+
 fn parse_der(s: &str) -> Option<c_int> {
     if let Ok(n) = s.parse::<i64>() {
         let n = n.unsigned_abs();
@@ -273,27 +235,24 @@ pub fn control(cmd: &str) -> c_int {
             }
             _ => false,
         },
-        ["latency", us] => match us.parse::<f64>() {
-            Ok(x) if x.is_finite() && x >= 0.0 => {
-                set_latency_us(x);
-                true
+        ["latency", us] => non_negative(us).map(cost::set_latency_us).is_some(),
+        ["bandwidth", g] => non_negative(g).map(cost::set_bandwidth_gbps).is_some(),
+        ["rpc_cost", us] => non_negative(us).map(cost::set_rpc_cost_us).is_some(),
+        ["recx_cost", us] => non_negative(us).map(cost::set_recx_cost_us).is_some(),
+        ["cost", op, rest @ ..] => {
+            let op = match *op {
+                "update" => Some(cost::Op::Update),
+                "fetch" => Some(cost::Op::Fetch),
+                _ => None,
+            };
+            match (op, parse_op_cost(rest)) {
+                (Some(op), Some((rpc, recx, bw))) => {
+                    cost::set_op_cost(op, rpc, recx, bw);
+                    true
+                }
+                _ => false,
             }
-            _ => false,
-        },
-        ["bandwidth", g] => match g.parse::<f64>() {
-            Ok(x) if x.is_finite() && x >= 0.0 => {
-                set_bandwidth_gbps(x);
-                true
-            }
-            _ => false,
-        },
-        ["rpc_cost", us] => match us.parse::<f64>() {
-            Ok(x) if x.is_finite() && x >= 0.0 => {
-                set_rpc_cost_us(x);
-                true
-            }
-            _ => false,
-        },
+        }
         ["reset_stats"] => {
             STATS.reset();
             true

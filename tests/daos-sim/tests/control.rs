@@ -27,6 +27,7 @@ fn lock() -> MutexGuard<'static, ()> {
     assert_eq!(control("latency 0"), 0);
     assert_eq!(control("bandwidth 0"), 0);
     assert_eq!(control("rpc_cost 0"), 0);
+    assert_eq!(control("recx_cost 0"), 0);
     assert_eq!(control("fail 1011 0"), 0);
     g
 }
@@ -97,6 +98,11 @@ fn control_commands_parse() {
         "bandwidth 2.5",
         "rpc_cost 0",
         "rpc_cost 12.5",
+        "recx_cost 0",
+        "recx_cost 3.5",
+        "cost update 30 20 1.2",
+        "cost fetch 15 15 1.5",
+        "cost fetch 0 0 0",
         "reset_stats",
         "  resume  ",
     ] {
@@ -105,6 +111,8 @@ fn control_commands_parse() {
     assert_eq!(control("latency 0"), 0);
     assert_eq!(control("bandwidth 0"), 0);
     assert_eq!(control("rpc_cost 0"), 0);
+    assert_eq!(control("recx_cost 0"), 0);
+    assert_eq!(control("cost update 0 0 0"), 0);
     for bad in [
         "",
         "hang now",
@@ -120,6 +128,14 @@ fn control_commands_parse() {
         "rpc_cost -1",
         "rpc_cost inf",
         "rpc_cost 1 2",
+        "recx_cost -2",
+        "cost",
+        "cost update",
+        "cost update 1 2",
+        "cost update 1 2 3 4",
+        "cost punch 1 2 3",
+        "cost fetch 1 -2 3",
+        "cost fetch 1 2 nan",
         "explode",
     ] {
         assert_eq!(control(bad), -DER_INVAL, "{bad:?}");
@@ -325,6 +341,49 @@ fn burst(oh: daos_handle_t, n: usize, len: usize) -> Vec<Duration> {
         assert_eq!(daos_eq_destroy(eqh, 0), 0);
     }
     done
+}
+
+#[test]
+fn recx_cost_and_per_operation_costs() {
+    let _g = lock();
+    let c = setup("ctl-recx-cost");
+    let oh = c.obj(1);
+    let ms = Duration::from_millis;
+    // One update of 10 extents holds the link for 10 extent costs.
+    assert_eq!(control("recx_cost 1000"), 0);
+    let data = [7u8; 10];
+    let mut dk = key(b"d");
+    let mut rx: Vec<daos_recx_t> = (0..10).map(|i| recx(2 * i, 1)).collect();
+    let mut iod = array_iod(b"a", 1, &mut rx);
+    let mut iov = [d_iov_t::from_slice(&data)];
+    let mut sg = sgl(&mut iov);
+    let t = Instant::now();
+    let rc = unsafe { daos_obj_update(oh, DAOS_TX_NONE, 0, &mut dk, 1, &mut iod, &mut sg, null_mut()) };
+    assert_eq!(rc, 0);
+    assert!(t.elapsed() >= ms(10), "{:?}", t.elapsed());
+    assert_eq!(control("recx_cost 0"), 0);
+    // A fetch's figures do not slow an update, and the other way round.
+    assert_eq!(control("cost fetch 30000 0 0"), 0);
+    let t = Instant::now();
+    assert_eq!(put(oh, b"d", b"b", 0, b"x"), 0);
+    assert!(t.elapsed() < ms(30), "{:?}", t.elapsed());
+    let mut buf = [0u8; 1];
+    let t = Instant::now();
+    get(oh, b"d", b"b", 0, &mut buf);
+    assert!(t.elapsed() >= ms(30), "{:?}", t.elapsed());
+    assert_eq!(buf, *b"x");
+    assert_eq!(control("cost fetch 0 0 0"), 0);
+    // An update's bandwidth: 2 MB at 1 GB/s holds the link 2 ms.
+    assert_eq!(control("cost update 0 0 1"), 0);
+    let big = vec![1u8; 2_000_000];
+    let t = Instant::now();
+    assert_eq!(put(oh, b"d", b"c", 0, &big), 0);
+    assert!(t.elapsed() >= ms(2), "{:?}", t.elapsed());
+    assert_eq!(control("cost update 0 0 0"), 0);
+    // All off: no clock.
+    let t = Instant::now();
+    assert_eq!(put(oh, b"d", b"b", 0, b"y"), 0);
+    assert!(t.elapsed() < ms(30));
 }
 
 #[test]

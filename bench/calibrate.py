@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Calibrates daos-sim's cost model against a real DAOS engine, then checks it: the fold/nofold
+ratios of the issue's four KV layouts on the real engine and on the calibrated daos-sim, side by
+side, each within 25% (PASS/MISS).
+
+    eval "$(../shared/daos/daos-local.sh env)"     # or DAOS_POOL + NIXL_DAOS_LIBDAOS of your own
+    .venv/bin/python bench/calibrate.py [--rounds 3] [--out DIR]
+
+Three runs of bench/fold_policy.py (new-key writes and reads through NIXL, one request per key,
+fold=true and fold=false interleaved, a fresh container each, the best of the rounds):
+
+1. **Fit**, on the real engine: layouts that are NOT the ones checked (32 x 32 x 4 KiB,
+   16 x 32 x 64 KiB, 8 x 16 x 512 KiB, 4 x 16 x 2 MiB; fold=false sends them as single-extent
+   RPCs of 4 KiB to 2 MiB, fold=true as RPCs of 16-32 extents). Each key has 16-32 layers, as
+   the checked layouts have 8-64, so the cost of a NIXL request (the harness, the agent, the
+   plugin: about 20 us of client CPU each here) is spread over as many RPCs as there; with one
+   layer per key it would be charged to the RPCs and inflate the fit. RPC, extent and byte
+   counts are known from the policy (a key's layers lie apart in memory, so fold=true sends one
+   RPC of LAYERS extents per key and fold=false one RPC per layer); a non-negative least-squares
+   fit of `seconds = rpcs * rpc_cost + extents * recx_cost + bytes / bandwidth`, per operation
+   (update, fetch), weighted so every layout counts alike, gives daos-sim's three figures
+   (`cost update|fetch <rpc_us> <recx_us> <gbps>`, see tests/daos-sim/src/cost.rs).
+2. **Check**, on the real engine: the four layouts (10x40x1 MiB, 40x10x1 MiB, 200x8x64 KiB,
+   64x64x4 KiB), fold and nofold.
+3. **Check**, on daos-sim with the fitted model: the same four.
+
+The fitted model is one serialized resource: on these 2-core machines the client, the engine
+and TCP on loopback share the CPUs, so an RPC's costs add up rather than overlap (the fit's
+residuals, printed, say how well that holds). The client's own CPU time per RPC is printed too
+(from the process's CPU clock), to show where the work happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+FIT_LAYOUTS = "32x32x4k,16x32x64k,8x16x512k,4x16x2m"
+CHECK_LAYOUTS = "1m40,1m10,64k,4k"
+TOLERANCE = 0.25
+OPS = {"WRITE": "update", "READ": "fetch"}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of each fold_policy run; the best counts")
+    ap.add_argument("--fit-layouts", default=FIT_LAYOUTS)
+    ap.add_argument("--check-layouts", default=CHECK_LAYOUTS)
+    ap.add_argument("--model", default=None, help="skip the fit: use this --sim-model string")
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON of every run and the result")
+    return ap.parse_args(argv)
+
+
+def fold_policy(out: Path, layouts: str, rounds: int, real: bool, model: str = "") -> dict:
+    """One run of bench/fold_policy.py (fold and nofold); its JSON."""
+    cmd = [sys.executable, str(HERE / "fold_policy.py"), "--policies", "fold,nofold", "--layouts", layouts]
+    cmd += ["--rounds", str(rounds), "--out", str(out)]
+    cmd += ["--real"] if real else ["--sim-model", model]
+    print(f"\n$ {' '.join(cmd[1:])}", flush=True)
+    subprocess.run(cmd, check=True)
+    return json.loads((out / "fold_policy.json").read_text())
+
+
+def counts(row: dict, policy: str) -> tuple[int, int, int]:
+    """RPCs, extents and bytes of one layout under fold=true or fold=false."""
+    keys, layers, block = row["keys"], row["layers"], row["block"]
+    extents = keys * layers
+    rpcs = keys if policy == "fold" else extents
+    return rpcs, extents, extents * block
+
+
+def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Non-negative least squares for a few columns: the best fit over every subset of columns
+    (three columns: seven subsets), so no figure comes out negative."""
+    best, best_err = np.zeros(a.shape[1]), float("inf")
+    for k in range(1, a.shape[1] + 1):
+        for cols in itertools.combinations(range(a.shape[1]), k):
+            x, *_ = np.linalg.lstsq(a[:, cols], b, rcond=None)
+            if (x < 0).any():
+                continue
+            full = np.zeros(a.shape[1])
+            full[list(cols)] = x
+            err = float(np.sum((a @ full - b) ** 2))
+            if err < best_err:
+                best, best_err = full, err
+    return best
+
+
+def fit(rows: list[dict]) -> dict[str, dict]:
+    """Per operation: rpc_us, recx_us, gbps and the fit's residuals per point."""
+    out = {}
+    for op, name in OPS.items():
+        pts = []
+        for row in rows:
+            for policy in ("fold", "nofold"):
+                rpcs, extents, nbytes = counts(row, policy)
+                pts.append((row["layout"], policy, rpcs, extents, nbytes, row["seconds"][policy][op]))
+        a = np.array([[p[2], p[3], p[4]] for p in pts], dtype=float)
+        t = np.array([p[5] for p in pts])
+        # Relative error: divide each row by its time, so a 20 ms layout counts as much as a 2 s one.
+        x = nnls(a / t[:, None], np.ones_like(t))
+        pred = a @ x
+        out[name] = {
+            "rpc_us": x[0] * 1e6,
+            "recx_us": x[1] * 1e6,
+            "gbps": (1.0 / x[2] / 1e9) if x[2] > 0 else 0.0,
+            "points": [
+                {"layout": p[0], "policy": p[1], "rpcs": p[2], "extents": p[3], "seconds": p[5], "model": m}
+                for p, m in zip(pts, pred)
+            ],
+        }
+    return out
+
+
+def model_string(f: dict[str, dict]) -> str:
+    return "; ".join(f"cost {op} {v['rpc_us']:.2f} {v['recx_us']:.2f} {v['gbps']:.4f}" for op, v in f.items())
+
+
+def ratios(run: dict) -> dict[str, dict[str, float]]:
+    """fold / nofold throughput per layout and op."""
+    return {r["layout"]: {op: r["gbps"]["fold"][op] / r["gbps"]["nofold"][op] for op in OPS} for r in run["rows"]}
+
+
+def main() -> int:
+    a = parse_args()
+    if not (os.environ.get("DAOS_POOL") and os.environ.get("NIXL_DAOS_LIBDAOS")):
+        print('calibrate.py needs a real engine: DAOS_POOL and NIXL_DAOS_LIBDAOS (`eval "$(daos-local.sh env)"`)')
+        return 2
+    out = a.out or Path("results") / time.strftime("%Y%m%d-%H%M%S") / "calibrate"
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+
+    fitted = None
+    if a.model is None:
+        fit_run = fold_policy(out / "fit-real", a.fit_layouts, a.rounds, real=True)
+        fitted = fit(fit_run["rows"])
+        model = model_string(fitted)
+        print("\nfit (real engine): seconds = rpcs * rpc_cost + extents * recx_cost + bytes / bandwidth")
+        print(f"{'op':<8}{'rpc_cost us':>13}{'recx_cost us':>14}{'GB/s':>8}")
+        for op, v in fitted.items():
+            print(f"{op:<8}{v['rpc_us']:>13.1f}{v['recx_us']:>14.1f}{v['gbps']:>8.3f}")
+        print(
+            f"\n{'layout':<14}{'policy':<8}{'op':<7}{'RPCs':>7}{'extents':>9}"
+            f"{'real s':>9}{'model s':>9}{'model/real':>12}"
+        )
+        for op, v in fitted.items():
+            for p in v["points"]:
+                print(
+                    f"{p['layout']:<14}{p['policy']:<8}{op:<7}{p['rpcs']:>7}{p['extents']:>9}"
+                    f"{p['seconds']:>9.4f}{p['model']:>9.4f}{p['model'] / p['seconds']:>12.2f}"
+                )
+    else:
+        model = a.model
+    print(f"\ndaos-sim model: {model}")
+
+    real = fold_policy(out / "check-real", a.check_layouts, a.rounds, real=True)
+    sim = fold_policy(out / "check-sim", a.check_layouts, a.rounds, real=False, model=model)
+    rr, rs = ratios(real), ratios(sim)
+
+    print(
+        f"\nfold / nofold throughput, real engine against calibrated daos-sim (same layouts, same run; "
+        f"PASS when daos-sim's ratio is within {TOLERANCE:.0%} of the real one)"
+    )
+    print(f"{'layout':<10}{'op':<7}{'real':>8}{'daos-sim':>10}{'sim/real':>10}  verdict")
+    rows, worst = [], 0.0
+    for layout in rr:
+        for op in OPS:
+            q = rs[layout][op] / rr[layout][op]
+            off = abs(q - 1.0)
+            worst = max(worst, off)
+            ok = off <= TOLERANCE
+            rows.append({"layout": layout, "op": op, "real": rr[layout][op], "sim": rs[layout][op], "ok": ok})
+            print(
+                f"{layout:<10}{op:<7}{rr[layout][op]:>8.2f}{rs[layout][op]:>10.2f}{q:>10.2f}"
+                f"  {'PASS' if ok else 'MISS'}"
+            )
+    passed = sum(r["ok"] for r in rows)
+    print(
+        f"\ncalibration: {passed} of {len(rows)} within {TOLERANCE:.0%} (worst {worst:.0%} off) "
+        f"-> {'PASS' if passed == len(rows) else 'MISS'}; {time.perf_counter() - t0:.0f} s"
+    )
+    (out / "calibration.json").write_text(
+        json.dumps({"model": model, "fit": fitted, "ratios": rows, "tolerance": TOLERANCE}, indent=1)
+    )
+    return 0 if passed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+//! The cost model: when an object RPC may complete.
+//!
+//! One shared link (the server and the network together) serves every object RPC in the order
+//! they are sent. An RPC holds it for
+//!
+//! ```text
+//! busy = rpc_cost + recx_cost * recxs + bytes * copies / bandwidth
+//! ```
+//!
+//! with the three figures chosen per operation (update or fetch; punch and query_key pay
+//! fetch's `rpc_cost`), then `latency` is added, which RPCs in flight overlap:
+//!
+//! ```text
+//! link_free_at = max(now, link_free_at) + busy
+//! ready_at     = link_free_at + latency
+//! ```
+//!
+//! `recx_cost` is what a real engine spends per extent (an extent of the object index, a segment
+//! of the bulk transfer); without it an RPC of 64 extents would cost as little as one of a single
+//! extent, and folding would always win. `copies` is how many times a write's bytes cross the
+//! link: the replicas of an RP_n object, 1.5 for EC 2+1. With every figure at 0 nothing is timed:
+//! no clock reads, no sleeps. `bench/calibrate.py` fits the figures to a real engine.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// Which cost figures an RPC pays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Update,
+    Fetch,
+    /// punch, query_key: fetch's per-RPC cost, no extents, no bytes.
+    Other,
+}
+
+/// The serialized cost figures of one operation.
+struct OpCost {
+    rpc_ns: AtomicU64,
+    recx_ns: AtomicU64,
+    /// Bytes per nanosecond (= GB/s) as f64 bits; 0 = unlimited.
+    bw_bits: AtomicU64,
+}
+
+impl OpCost {
+    const fn zero() -> Self {
+        OpCost { rpc_ns: AtomicU64::new(0), recx_ns: AtomicU64::new(0), bw_bits: AtomicU64::new(0) }
+    }
+
+    fn is_zero(&self) -> bool {
+        self.rpc_ns.load(Relaxed) == 0 && self.recx_ns.load(Relaxed) == 0 && self.bw_bits.load(Relaxed) == 0
+    }
+
+    fn busy_ns(&self, recxs: u64, bytes: f64) -> u64 {
+        let bw = self.bw_bits.load(Relaxed);
+        let xfer = if bw != 0 { (bytes / f64::from_bits(bw)) as u64 } else { 0 };
+        self.rpc_ns.load(Relaxed).saturating_add(self.recx_ns.load(Relaxed).saturating_mul(recxs)).saturating_add(xfer)
+    }
+}
+
+static UPDATE: OpCost = OpCost::zero();
+static FETCH: OpCost = OpCost::zero();
+static LATENCY_NS: AtomicU64 = AtomicU64::new(0);
+/// When the shared link is next free.
+static LINK_FREE: Mutex<Option<Instant>> = Mutex::new(None);
+
+fn ns(us: f64) -> u64 {
+    (us * 1000.0) as u64
+}
+
+fn gbps_bits(gbps: f64) -> u64 {
+    if gbps > 0.0 {
+        gbps.to_bits()
+    } else {
+        0
+    }
+}
+
+static BOTH: [&OpCost; 2] = [&UPDATE, &FETCH];
+static ONLY_UPDATE: [&OpCost; 1] = [&UPDATE];
+static ONLY_FETCH: [&OpCost; 1] = [&FETCH];
+
+/// The figures a setter changes: one operation's, or (None) both.
+fn ops(which: Option<Op>) -> &'static [&'static OpCost] {
+    match which {
+        Some(Op::Update) => &ONLY_UPDATE,
+        Some(Op::Fetch) | Some(Op::Other) => &ONLY_FETCH,
+        None => &BOTH,
+    }
+}
+
+pub fn set_latency_us(us: f64) {
+    LATENCY_NS.store(ns(us), Relaxed);
+}
+
+/// Sets the link's bandwidth for both operations; 0 = unlimited.
+pub fn set_bandwidth_gbps(gbps: f64) {
+    for c in ops(None) {
+        c.bw_bits.store(gbps_bits(gbps), Relaxed);
+    }
+    forget_link_if_unused();
+}
+
+/// Sets the per-RPC cost of both operations.
+pub fn set_rpc_cost_us(us: f64) {
+    for c in ops(None) {
+        c.rpc_ns.store(ns(us), Relaxed);
+    }
+    forget_link_if_unused();
+}
+
+/// Sets the per-extent cost of both operations.
+pub fn set_recx_cost_us(us: f64) {
+    for c in ops(None) {
+        c.recx_ns.store(ns(us), Relaxed);
+    }
+    forget_link_if_unused();
+}
+
+/// Sets all three figures of one operation (`Op::Other` is fetch's).
+pub fn set_op_cost(op: Op, rpc_us: f64, recx_us: f64, gbps: f64) {
+    for c in ops(Some(op)) {
+        c.rpc_ns.store(ns(rpc_us), Relaxed);
+        c.recx_ns.store(ns(recx_us), Relaxed);
+        c.bw_bits.store(gbps_bits(gbps), Relaxed);
+    }
+    forget_link_if_unused();
+}
+
+/// With no serialized figure left the link is not modelled: drop its busy time, so that turning
+/// one on later does not start behind a stale queue.
+fn forget_link_if_unused() {
+    if UPDATE.is_zero() && FETCH.is_zero() {
+        *LINK_FREE.lock() = None;
+    }
+}
+
+/// The figures as text, for logs and `daos_sim_stats`: `rpc_us/recx_us/gbps` per operation.
+pub fn describe() -> String {
+    let one = |c: &OpCost| {
+        let bw = c.bw_bits.load(Relaxed);
+        format!(
+            "{}/{}/{}",
+            c.rpc_ns.load(Relaxed) as f64 / 1000.0,
+            c.recx_ns.load(Relaxed) as f64 / 1000.0,
+            if bw == 0 { 0.0 } else { f64::from_bits(bw) }
+        )
+    };
+    format!("update {} fetch {} latency_us {}", one(&UPDATE), one(&FETCH), LATENCY_NS.load(Relaxed) as f64 / 1000.0)
+}
+
+/// When an object RPC sent now may complete; `None` = at once (the model is off, and then no
+/// clock is read). `copies` multiplies an update's bytes (replicas); fetches move them once.
+pub fn ready_at(op: Op, recxs: u64, bytes: u64, copies: f64) -> Option<Instant> {
+    let lat = LATENCY_NS.load(Relaxed);
+    let cost = match op {
+        Op::Update => &UPDATE,
+        Op::Fetch | Op::Other => &FETCH,
+    };
+    if lat == 0 && UPDATE.is_zero() && FETCH.is_zero() {
+        return None;
+    }
+    let now = Instant::now();
+    let mut t = now;
+    if !cost.is_zero() {
+        let (recxs, bytes) = match op {
+            Op::Update => (recxs, bytes as f64 * copies.max(1.0)),
+            Op::Fetch => (recxs, bytes as f64),
+            Op::Other => (0, 0.0),
+        };
+        let busy = Duration::from_nanos(cost.busy_ns(recxs, bytes));
+        let mut link = LINK_FREE.lock();
+        let start = match *link {
+            Some(f) if f > now => f,
+            _ => now,
+        };
+        t = start + busy;
+        *link = Some(t);
+    }
+    Some(t + Duration::from_nanos(lat))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The figures are process-wide: one test sets and checks them all, then turns them off.
+    #[test]
+    fn busy_time_adds_rpc_extent_and_byte_costs_per_operation() {
+        set_op_cost(Op::Update, 40.0, 20.0, 1.0);
+        set_op_cost(Op::Fetch, 30.0, 10.0, 2.0);
+        assert_eq!(UPDATE.busy_ns(64, 4096.0 * 64.0), 40_000 + 64 * 20_000 + 262_144);
+        assert_eq!(FETCH.busy_ns(1, 1_000_000.0), 30_000 + 10_000 + 500_000);
+        // A sequence of RPCs sent at once completes one busy time after another.
+        let t0 = Instant::now();
+        let a = ready_at(Op::Update, 1, 0, 1.0).unwrap();
+        let b = ready_at(Op::Update, 1, 0, 1.0).unwrap();
+        assert!(b.duration_since(a) >= Duration::from_micros(60));
+        assert!(a.duration_since(t0) >= Duration::from_micros(60));
+        // Replicas multiply an update's bytes, not a fetch's.
+        let before = Instant::now();
+        set_op_cost(Op::Update, 0.0, 0.0, 1.0);
+        set_op_cost(Op::Fetch, 0.0, 0.0, 1.0);
+        *LINK_FREE.lock() = None;
+        let w = ready_at(Op::Update, 1, 1_000_000, 3.0).unwrap();
+        assert!(w.duration_since(before) >= Duration::from_millis(3));
+        *LINK_FREE.lock() = None;
+        let before = Instant::now();
+        let r = ready_at(Op::Fetch, 1, 1_000_000, 3.0).unwrap();
+        assert!(r.duration_since(before) < Duration::from_millis(3));
+        assert!(describe().starts_with("update 0/0/1 fetch 0/0/1"));
+        set_op_cost(Op::Update, 0.0, 0.0, 0.0);
+        set_op_cost(Op::Fetch, 0.0, 0.0, 0.0);
+        assert_eq!(ready_at(Op::Fetch, 1, 1, 1.0), None);
+        assert!(LINK_FREE.lock().is_none());
+    }
+}

@@ -9,7 +9,9 @@
 #      single-node DAOS 2.8 started here from ../shared/daos/daos-local.sh (as root, under the
 #      lock /tmp/daos-real.lock, stopped after), at --real-scale of the workloads (default 0.1);
 #      skipped when neither is there (--no-real skips it always);
-#   3. bench/side_by_side.py: one table of real DAOS, daos-sim and POSIX.
+#   3. on that real engine, bench/calibrate.py: fits daos-sim's cost model to it and prints the
+#      issue's four layouts' fold/nofold ratios on both, PASS when within 25%;
+#   4. bench/side_by_side.py: one table of real DAOS, daos-sim and POSIX.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
 # to results/<timestamp>/{sim,real}/. About 6 minutes on 2 cores. Same set-up as ci/test.sh.
@@ -51,12 +53,17 @@ timeout --signal=KILL 3600 "$VPY" bench/kv_bench.py --out "$out/sim" "${args[@]}
 # and TCP on loopback moves ~1 GB/s), each workload on a container of its own.
 real_rc=0
 real_args=(--real --scale "$real_scale" --workloads ref,small,lmcache --reps 2 --out "$out/real")
+# Both real-engine runs in one command line: kv_bench, then the calibration (its own exit status
+# is reported, not fatal: a MISS is a finding).
+real_cmd=(bash -c '"$1" bench/kv_bench.py "${@:2}"; rc=$?
+	"$1" bench/calibrate.py --out "'"$out"'/calibrate" || echo "calibrate.py: exit $? (see above)"
+	exit $rc' _ "$VPY" "${real_args[@]}")
 local_daos="${NIXL_DAOS_LOCAL:-$ROOT/../shared/daos/daos-local.sh}"
 if [ "$real" = 0 ]; then
 	say "real DAOS: skipped (--no-real)"
 elif [ -n "${DAOS_POOL:-}" ] && [ -n "${NIXL_DAOS_LIBDAOS:-}" ]; then
 	say "real DAOS: pool $DAOS_POOL through $NIXL_DAOS_LIBDAOS"
-	timeout --signal=KILL 1800 "$VPY" bench/kv_bench.py "${real_args[@]}" || real_rc=$?
+	timeout --signal=KILL 1800 "${real_cmd[@]}" || real_rc=$?
 elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 	say "real DAOS: a single-node engine from $local_daos (waiting for /tmp/daos-real.lock)"
 	# A pool larger than the script's default: new-key writes cannot free the keys before them.
@@ -67,7 +74,7 @@ elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 		eval "$("$D" env)"
 		timeout --signal=KILL 1200 "$@"; rc=$?
 		"$D" stop >/dev/null 2>&1
-		exit $rc' _ "$local_daos" "$VPY" bench/kv_bench.py "${real_args[@]}" || real_rc=$?
+		exit $rc' _ "$local_daos" "${real_cmd[@]}" || real_rc=$?
 else
 	say "real DAOS: none (no DAOS_POOL with NIXL_DAOS_LIBDAOS, and no $local_daos to start as root)"
 fi

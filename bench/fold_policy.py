@@ -168,8 +168,9 @@ class Measure:
                 if op == "READ":
                     self.bufs.poison(w)
                 before = self.sim.stats() if self.sim else None
+                c0 = time.process_time()  # this process's CPU (all threads): the client's, on a real engine
                 dt, _ = self.harness.drive(agent, op, reqs, handles)
-                out[op] = dt
+                out[op], out[op + "_cpu"] = dt, time.process_time() - c0
                 if before is not None:
                     key = "update" if op == "WRITE" else "fetch"
                     out[op + "_rpcs"] = self.sim.stats()[key] - before[key]
@@ -235,6 +236,7 @@ def main() -> int:
                 b = best.setdefault(k, {"WRITE": float("inf"), "READ": float("inf")})
                 for op in ("WRITE", "READ"):
                     b[op] = min(b[op], got[op])
+                    b[op + "_cpu"] = min(b.get(op + "_cpu", float("inf")), got[op + "_cpu"])
                     if op + "_rpcs" in got:
                         b[op + "_rpcs"] = got[op + "_rpcs"]
             print(f"  round {r + 1}: {w.describe()} done ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -266,6 +268,7 @@ def main() -> int:
                 "block": w.block,
                 "gbps": g,
                 "seconds": {n: {op: best[(w.name, n)][op] for op in ("WRITE", "READ")} for n in names},
+                "cpu_seconds": {n: {op: best[(w.name, n)][op + "_cpu"] for op in ("WRITE", "READ")} for n in names},
                 "ratio_to_best": ratio,
                 "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names},
             }

@@ -237,6 +237,7 @@ def main() -> int:
                 for op in ("WRITE", "READ"):
                     b[op] = min(b[op], got[op])
                     b[op + "_cpu"] = min(b.get(op + "_cpu", float("inf")), got[op + "_cpu"])
+                    b.setdefault(op + "_rounds", []).append(got[op])
                     if op + "_rpcs" in got:
                         b[op + "_rpcs"] = got[op + "_rpcs"]
             print(f"  round {r + 1}: {w.describe()} done ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -269,6 +270,10 @@ def main() -> int:
                 "gbps": g,
                 "seconds": {n: {op: best[(w.name, n)][op] for op in ("WRITE", "READ")} for n in names},
                 "cpu_seconds": {n: {op: best[(w.name, n)][op + "_cpu"] for op in ("WRITE", "READ")} for n in names},
+                # every round's seconds, in round order (policies of one round ran next to each other)
+                "round_seconds": {
+                    n: {op: best[(w.name, n)][op + "_rounds"] for op in ("WRITE", "READ")} for n in names
+                },
                 "ratio_to_best": ratio,
                 "rpcs": {n: {op: best[(w.name, n)].get(op + "_rpcs") for op in ("WRITE", "READ")} for n in names},
             }

@@ -25,13 +25,15 @@ copies on are verified in full (poisoned destination); reads with copies off are
 With perf (default when `perf` runs here) each cell is then sampled on its own (cpu-clock, no
 call graphs) and the samples are split by thread, DSO and symbol:
   plugin   libplugin_DAOS.so (our Rust and the C++ shim; for POSIX, libplugin_POSIX.so)
-  copy     daos-sim's data copies: its streaming copy, and libc memcpy/memmove in the plugin's
-           lane threads (daos-sim copies there, inside daos_eq_poll; the plugin moves no data)
+  copy     data copies: daos-sim's (its streaming copy, and libc memcpy/memmove in the plugin's
+           lane threads: daos-sim copies there, inside daos_eq_poll; the plugin moves no data),
+           and for POSIX the kernel's copies to and from tmpfs (_copy_to_iter and the like)
   sim      the rest of libdaos_sim.so (validation, lookups, extent walk, events)
   nixl+py  libnixl*, the NIXL Python bindings, CPython, numpy
-  kernel   [kernel.kallsyms] (for POSIX this holds tmpfs's copy)
+  kernel   the rest of [kernel.kallsyms] (syscalls, page-cache lookups, wake-ups, scheduling)
   libc     the rest of libc/libstdc++/libgcc/ld.so (malloc, locks, ...: shared by all callers)
-The plugin's own CPU per request and per descriptor is then nocopy CPU x the plugin's share.
+The plugin's own CPU per request and per descriptor is then nocopy CPU x the plugin's share
+(POSIX: its CPU x libplugin_POSIX.so's share).
 
 Reference rows: numpy's memcpy of the workload's bytes, one thread and one per core (kv_bench's
 memcpy contenders), and "scatter 1T": one thread copying the workload in its pieces between a
@@ -62,15 +64,22 @@ from kv_bench import Buffers, Harness, Workload, build_contenders, calm, cpu_now
 from kv_contenders import MemcpyContender, NixlContender  # noqa: E402
 
 
-def runq_now() -> float:
-    """Seconds the threads of this process have waited on a run queue (schedstat's second field)."""
-    total = 0
+def runq_now() -> dict[int, int]:
+    """Nanoseconds each thread of this process has waited on a run queue (schedstat's second
+    field), by thread id."""
+    out = {}
     for p in Path("/proc/self/task").iterdir():
         try:
-            total += int((p / "schedstat").read_text().split()[1])
+            out[int(p.name)] = int((p / "schedstat").read_text().split()[1])
         except (OSError, IndexError, ValueError):
             pass  # a thread that just ended, or no schedstat in this kernel
-    return total / 1e9
+    return out
+
+
+def runq_since(before: dict[int, int]) -> float:
+    """Seconds of run-queue wait since `before`, over the threads alive now (a thread that ended
+    meanwhile loses its share, one that started counts in full)."""
+    return sum(v - before.get(t, 0) for t, v in runq_now().items()) / 1e9
 
 
 CATS = ("plugin", "copy", "sim", "nixl+py", "kernel", "libc", "other")
@@ -116,6 +125,11 @@ class Cell:
         return self.workload.nbytes / statistics.median(self.wall) / 1e9
 
 
+# The kernel's data copies (tmpfs reads and writes); not _copy_from_user and the like, which
+# move syscall arguments.
+KERNEL_COPY = re.compile(r"_copy_(to|from)_iter|copy_(page|folio)_(to|from)_iter|rep_movs|copy_user_|memcpy|memmove")
+
+
 def classify(comm: str, dso: str, sym: str) -> str:
     lane = comm.startswith("nixl-daos-lane")
     if "libplugin_" in dso:
@@ -123,7 +137,7 @@ def classify(comm: str, dso: str, sym: str) -> str:
     if "libdaos_sim" in dso:
         return "copy" if re.search(r"stream_|copy_raw|copy::", sym) else "sim"
     if "kernel" in dso or sym.startswith("[k]"):
-        return "kernel"
+        return "copy" if KERNEL_COPY.search(sym) else "kernel"
     if re.search(r"libc\.so|libstdc\+\+|libgcc|ld-linux|libm\.so", dso):
         return "copy" if lane and re.search(r"memmove|memcpy", sym) else "libc"
     if re.search(r"nixl|python|_bindings|numpy|libserdes|\.cpython-", dso):
@@ -194,7 +208,7 @@ class Runner:
         before = c.rpc_counts()
         q0, c0, t0 = runq_now(), cpu_now(), time.perf_counter()
         self.harness.drive(c.agent, "READ" if op == "read" else "WRITE", reqs, handles)
-        dt, cpu, q = time.perf_counter() - t0, cpu_now() - c0, runq_now() - q0
+        dt, cpu, q = time.perf_counter() - t0, cpu_now() - c0, runq_since(q0)
         if cell is not None:
             cell.cpu.append(cpu)
             cell.wall.append(dt)
@@ -255,32 +269,33 @@ class Runner:
             c.drop_storage()
 
 
-def reference_rows(a, bufs: Buffers, workloads: list[Workload]) -> list[tuple[str, Workload, float, float]]:
-    """(name, workload, GB/s, CPU s per rep) of the copy references, median of a.reps."""
+def reference_rows(a, bufs: Buffers, workloads: list[Workload]) -> list[tuple]:
+    """(name, workload, GB/s, CPU s per rep, cores busy, cores waiting) of the copy references,
+    medians of a.reps."""
     out = []
+
+    def timed(name: str, w: Workload, copy) -> None:
+        cpu, wall, runq = [], [], []
+        for _ in range(a.reps):
+            q0, c0, t0 = runq_now(), cpu_now(), time.perf_counter()
+            copy()
+            wall.append(time.perf_counter() - t0)
+            cpu.append(cpu_now() - c0)
+            runq.append(runq_since(q0))
+        t = statistics.median(wall)
+        out.append((name, w, w.nbytes / t / 1e9, statistics.median(cpu), sum(cpu) / sum(wall), sum(runq) / sum(wall)))
+
     for w in workloads:
         for m in (MemcpyContender("memcpy 1T", 1), MemcpyContender(f"memcpy {a.cores}T", a.cores)):
-            cpu, wall = [], []
-            for _ in range(a.reps):
-                c0, t0 = cpu_now(), time.perf_counter()
-                m.copy(bufs, w.nbytes)
-                wall.append(time.perf_counter() - t0)
-                cpu.append(cpu_now() - c0)
-            out.append((m.name, w, w.nbytes / statistics.median(wall) / 1e9, statistics.median(cpu)))
+            timed(m.name, w, functools.partial(m.copy, bufs, w.nbytes))
         # The copy model's pattern: a key's layers packed in the store, scattered in DRAM.
         store = bufs.src[: w.nbytes].reshape(w.keys, w.layers, w.block)
         dram = bufs.dst[: w.nbytes].reshape(w.layers, w.keys, w.block).transpose(1, 0, 2)
-        cpu, wall = [], []
-        for _ in range(a.reps):
-            c0, t0 = cpu_now(), time.perf_counter()
-            np.copyto(dram, store)
-            wall.append(time.perf_counter() - t0)
-            cpu.append(cpu_now() - c0)
-        out.append(("scatter 1T", w, w.nbytes / statistics.median(wall) / 1e9, statistics.median(cpu)))
+        timed("scatter 1T", w, functools.partial(np.copyto, dram, store))
     return out
 
 
-def report(cells: list[Cell], refs, perf: bool, cores: int) -> None:
+def report(cells: list[Cell], refs, perf: bool) -> None:
     print(
         "\nCPU per repetition (median), per NIXL request and per descriptor; perf split of each cell's CPU "
         "(% of its samples)"
@@ -300,52 +315,62 @@ def report(cells: list[Cell], refs, perf: bool, cores: int) -> None:
         if x.split:
             line += "".join(f" {100 * x.split[c]:6.1f}%" for c in CATS[:-1]) + f" {x.samples:>7}"
         print(line + ("  (read not verified: copy off)" if x.op == "read" and x.mode == "nocopy" else ""))
-    print(f"\n{'reference':<12} {'wl':<6} {'GB/s':>6} {'CPU s/GB':>8} {'us/desc':>7}")
-    for name, w, gbps, cpu in refs:
-        print(f"{name:<12} {w.name:<6} {gbps:6.2f} {cpu / (w.nbytes / 1e9):8.3f} {cpu / w.descs * 1e6:7.2f}")
+    print(f"\n{'reference':<12} {'wl':<6} {'GB/s':>7} {'busy':>4} {'runq':>4} {'CPU s/GB':>8} {'us/desc':>7}")
+    for name, w, gbps, cpu, busy, waiting in refs:
+        print(
+            f"{name:<12} {w.name:<6} {gbps:7.2f} {busy:4.2f} {waiting:4.2f} {cpu / (w.nbytes / 1e9):8.3f} "
+            f"{cpu / w.descs * 1e6:7.2f}"
+        )
 
-    print("\nDAOS contenders: the copy model's CPU (copy - nocopy, same reps interleaved) and the plugin's own")
     print(
-        f"{'contender':<12} {'wl':<6} {'op':<9} {'copy us/desc':>12} {'rest us/desc':>12} {'copy %':>6} "
-        f"{'plugin us/req':>13} {'plugin us/desc':>14} {'POSIX us/req':>12} {'POSIX plugin+kernel us/req':>26}"
+        "\nPer request and per descriptor, data copies apart. DAOS: copy = copy - nocopy (same reps, "
+        "interleaved), the rest and its split from the nocopy cell; POSIX: split by perf (copy = the kernel's "
+        "copies to and from tmpfs). backend = plugin + daos-sim's bookkeeping + kernel (DAOS), plugin + kernel "
+        "(POSIX): all but NIXL, Python and libc"
+    )
+    print(
+        f"{'contender':<12} {'wl':<6} {'op':<9} {'CPU us/req':>10} {'copy us/desc':>12} {'rest us/req':>11} "
+        f"{'backend us/req':>14} {'plugin us/req':>13} {'plugin us/desc':>14}"
     )
     by = {(x.contender, x.workload.name, x.op, x.mode): x for x in cells}
+    nan = float("nan")
     for x in cells:
-        if x.mode != "copy":
+        if x.mode == "nocopy":
             continue
-        y = by.get((x.contender, x.workload.name, x.op, "nocopy"))
-        if y is None:
-            continue
-        copy = x.per_desc_us - y.per_desc_us
-        plugin_req = y.per_req_us * y.split["plugin"] if y.split else float("nan")
-        plugin_desc = y.per_desc_us * y.split["plugin"] if y.split else float("nan")
-        p = by.get(("posix", x.workload.name, x.op, "-"))
-        preq = f"{p.per_req_us:12.1f}" if p else f"{'-':>12}"
-        pown = f"{p.per_req_us * (p.split['plugin'] + p.split['kernel']):26.1f}" if p and p.split else f"{'-':>26}"
+        if x.mode == "copy":
+            y = by.get((x.contender, x.workload.name, x.op, "nocopy"))
+            if y is None:
+                continue
+            copy = x.per_desc_us - y.per_desc_us
+            rest = y.per_req_us
+            sh = y.split
+        else:
+            sh = x.split
+            copy = x.per_desc_us * sh["copy"] if sh else nan
+            rest = x.per_req_us * (1 - sh["copy"]) if sh else nan
+        backend = rest * (sh["plugin"] + sh["kernel"] + sh["sim"]) / max(1 - sh["copy"], 1e-9) if sh else nan
+        plugin = rest * sh["plugin"] / max(1 - sh["copy"], 1e-9) if sh else nan
         print(
-            f"{x.contender:<12} {x.workload.name:<6} {x.op:<9} {copy:12.2f} {y.per_desc_us:12.2f} "
-            f"{100 * copy / x.per_desc_us:5.0f}% {plugin_req:13.1f} {plugin_desc:14.3f} {preq} {pown}"
+            f"{x.contender:<12} {x.workload.name:<6} {x.op:<9} {x.per_req_us:10.1f} {copy:12.2f} {rest:11.1f} "
+            f"{backend:14.1f} {plugin:13.2f} {plugin / x.workload.layers:14.3f}"
         )
     for wname in ("small", "ref"):
         fold = by.get(("daos fold", wname, "read", "copy"))
         mem = [r for r in refs if r[0].startswith("memcpy") and r[0] != "memcpy 1T" and r[1].name == wname]
         if not (fold and mem):
             continue
-        _, w, mgbps, _ = mem[0]
-        gb = w.nbytes / 1e9
+        _, w, mgbps, mcpu, mbusy, mwait = mem[0]
         y = by.get(("daos fold", wname, "read", "nocopy"))
-
-        # With all `cores` busy a contender moves at most cores / (CPU s per GB) GB/s.
-        def cap(cpu: float, gb=gb, mgbps=mgbps) -> float:
-            return cores / (cpu / gb) / mgbps
-
+        # Wall-clock ratios on a shared machine compare how much CPU each run got; CPU per byte
+        # does not: with every core busy for both, the ratio is memcpy's CPU per byte / fold's.
         print(
             f"\n{wname} read, fold: {fold.gbps:.2f} GB/s = {fold.gbps / mgbps:.2f}x per-core memcpy "
-            f"({mgbps:.2f} GB/s), {fold.busy:.2f} cores busy, {fold.waiting:.2f} waiting for a CPU. "
-            f"CPU-bound ceiling (all {cores} cores busy): {cap(fold.cpu_rep):.2f}x"
+            f"({mgbps:.2f} GB/s) by the clock, fold with {fold.busy:.2f} cores busy and {fold.waiting:.2f} waiting "
+            f"for a CPU, memcpy with {mbusy:.2f} and {mwait:.2f}. By CPU per byte (both with every core busy): "
+            f"{mcpu / fold.cpu_rep:.2f}x"
             + (
-                f"; daos-sim's copy alone (copy - nocopy): {cap(fold.cpu_rep - y.cpu_rep):.2f}x; "
-                f"everything but the copy (nocopy): {cap(y.cpu_rep):.2f}x"
+                f"; daos-sim's copy alone (copy - nocopy) would allow {mcpu / (fold.cpu_rep - y.cpu_rep):.2f}x, "
+                f"everything but the copy (nocopy) {mcpu / y.cpu_rep:.2f}x"
                 if y
                 else ""
             )
@@ -409,7 +434,7 @@ def main(argv=None) -> int:
                 p.unlink()
             shm.rmdir()
     refs = reference_rows(a, bufs, workloads)
-    report(run.cells, refs, perf is not None, a.cores)
+    report(run.cells, refs, perf is not None)
     return 0
 
 

@@ -62,25 +62,7 @@ import numpy as np  # noqa: E402
 import kv_bench  # noqa: E402  (sets OPENBLAS_NUM_THREADS before numpy)
 from kv_bench import Buffers, Harness, Workload, build_contenders, calm, cpu_now, daoskit, make_workloads  # noqa: E402
 from kv_contenders import MemcpyContender, NixlContender  # noqa: E402
-
-
-def runq_now() -> dict[int, int]:
-    """Nanoseconds each thread of this process has waited on a run queue (schedstat's second
-    field), by thread id."""
-    out = {}
-    for p in Path("/proc/self/task").iterdir():
-        try:
-            out[int(p.name)] = int((p / "schedstat").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            pass  # a thread that just ended, or no schedstat in this kernel
-    return out
-
-
-def runq_since(before: dict[int, int]) -> float:
-    """Seconds of run-queue wait since `before`, over the threads alive now (a thread that ended
-    meanwhile loses its share, one that started counts in full)."""
-    return sum(v - before.get(t, 0) for t, v in runq_now().items()) / 1e9
-
+from kv_harness import runq_now, runq_since  # noqa: E402
 
 CATS = ("plugin", "copy", "sim", "nixl+py", "kernel", "libc", "other")
 

@@ -7,7 +7,7 @@ Python, the kernel).
     .venv/bin/python bench/cpu_cost.py [--workloads small,ref] [--ref-scale 0.25] [--reps 8]
                                        [--no-perf] [--contenders daos-fold,daos-nofold,posix]
 
-CPU is the process's user+sys time of all its threads (os.times) over one repetition (every key
+CPU is the process's user+sys time of all its threads (time.process_time) over one repetition (every key
 once, one NIXL request per key, prepared handles), divided by the requests (keys) and by the
 descriptors (keys x layers) of the repetition. Ops: overwrite (the same keys again, after an
 untimed first write) and read. "busy" is that CPU over the wall time (cores kept busy), "runq"
@@ -18,7 +18,11 @@ than cores) set the wall time, and only the CPU figures compare across contender
 "daos-sim with its copy taken out": each DAOS cell runs twice, interleaved rep by rep (ABBA, so
 drift of this shared machine hits both alike): "copy" as usual, and "nocopy" under daos-sim's
 `copy off` control (update and fetch do all their work, extents, iovs and counters included, but
-move no data byte). copy - nocopy is the copy model's CPU; nocopy is everything else. Reads with
+move no data byte). copy - nocopy is the copy model's CPU; nocopy is everything else. That
+holds where the copy does not change how the threads run: with fold=false and 4 KiB (one RPC
+per descriptor) an RPC without its copy completes at once, the lanes park and are woken per
+RPC, and nocopy can cost more than copy (a negative copy figure): there, read the perf split
+of the copy cell instead. Reads with
 copies on are verified in full (poisoned destination); reads with copies off are NOT verified
 (the buffer is left as it was by design); their RPC and byte counters are still checked.
 
@@ -33,7 +37,8 @@ call graphs) and the samples are split by thread, DSO and symbol:
   kernel   the rest of [kernel.kallsyms] (syscalls, page-cache lookups, wake-ups, scheduling)
   libc     the rest of libc/libstdc++/libgcc/ld.so (malloc, locks, ...: shared by all callers)
 The plugin's own CPU per request and per descriptor is then nocopy CPU x the plugin's share
-(POSIX: its CPU x libplugin_POSIX.so's share).
+(POSIX: its CPU x libplugin_POSIX.so's share). In a VM cpu-clock samples skid within the kernel
+(after a copy, some land on e.g. folio_unlock), so POSIX's copy share is a lower bound.
 
 Reference rows: numpy's memcpy of the workload's bytes, one thread and one per core (kv_bench's
 memcpy contenders), and "scatter 1T": one thread copying the workload in its pieces between a

@@ -31,7 +31,9 @@ contenders (sim reset_data, tmpfs files deleted); one DRAM source and one destin
     .venv/bin/python bench/kv_bench.py [--scale 1.0] [--workloads ref,small,lmcache,query]
                                        [--contenders daos,posix,memcpy | names ...] [--reps 3]
                                        [--handles prepared|per-transfer] [--net-gbps G --net-rpc-cost-us U]
-Prints the table, ratios and a PASS/MISS line per target; writes results/<timestamp>/
+Prints the table, ratios and a PASS/MISS line per target (a MISS while the run's threads waited
+for a CPU, other processes sharing the machine, is marked CONTENDED with the ratio of CPU per
+byte beside it; bench/cpu_cost.py splits that CPU); writes results/<timestamp>/
 (results.json, results.csv, plot.png). Exit status: 0 all verified and every target met, 2 all
 verified but a target missed, 1 a wrong read-back or a failed run.
 

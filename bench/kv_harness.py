@@ -3,10 +3,10 @@ flight, check_xfer_state polling, as KVBM and LMCache drive NIXL) and the Row of
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +24,7 @@ class Row:
     cpu: list[float] = field(default_factory=list)
     lat: list[float] = field(default_factory=list)  # per request/call, seconds
     rpcs: list[int] = field(default_factory=list)  # per repetition, from daos-sim's counters
+    runq: list[float] = field(default_factory=list)  # per repetition: seconds threads waited for a CPU
     verified: bool = True
     note: str = ""
 
@@ -44,15 +45,41 @@ class Row:
         moved = self.nbytes * len(self.times)
         return sum(self.cpu) / (moved / GB) if moved else float("nan")
 
+    @property
+    def waiting(self) -> float | None:
+        """Cores' worth of this process's threads that were ready to run but waited for a CPU
+        (run-queue wait over wall time): other processes on the machine, or more runnable
+        threads than cores. Where it is high, the clock measured the share of CPU this run got."""
+        return sum(self.runq) / sum(self.times[-len(self.runq) :]) if self.runq else None
+
     def pct(self, q: float) -> float | None:
         if not self.lat:
             return None
         return float(np.percentile(np.asarray(self.lat), q))
 
 
+def runq_now() -> dict[int, int]:
+    """Nanoseconds each thread of this process has waited on a run queue (schedstat's second
+    field), by thread id; empty where the kernel has no schedstat."""
+    out = {}
+    for p in Path("/proc/self/task").glob("*"):
+        try:
+            out[int(p.name)] = int((p / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that just ended
+    return out
+
+
+def runq_since(before: dict[int, int]) -> float:
+    """Seconds of run-queue wait since `before` over the threads alive now (a thread that ended
+    meanwhile loses its share, one that started counts in full)."""
+    return sum(v - before.get(t, 0) for t, v in runq_now().items()) / 1e9
+
+
 def cpu_now() -> float:
-    t = os.times()
-    return t.user + t.system
+    """User + system CPU seconds of this process, all its threads. process_time reads
+    CLOCK_PROCESS_CPUTIME_ID (ns), not os.times' 10 ms ticks, which read 0 for a short op."""
+    return time.process_time()
 
 
 class Harness:

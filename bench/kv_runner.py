@@ -9,7 +9,7 @@ from pathlib import Path
 
 import daoskit
 from kv_contenders import Contender, MemcpyContender, NixlContender, RealDaosContender
-from kv_harness import Harness, Row, cpu_now
+from kv_harness import Harness, Row, cpu_now, runq_now, runq_since
 from kv_workloads import Buffers, Workload
 
 
@@ -43,10 +43,11 @@ class Bench:
         row = Row(c.name, w.name, "copy", w.nbytes, w.descs)
         while not self.reps_done(row.times):
             self.bufs.poison(w)
-            c0, t0 = cpu_now(), time.perf_counter()
+            q0, c0, t0 = runq_now(), cpu_now(), time.perf_counter()
             c.copy(self.bufs, w.nbytes)
             row.times.append(time.perf_counter() - t0)
             row.cpu.append(cpu_now() - c0)
+            row.runq.append(runq_since(q0))
             self.check_read(c, w, row)
         self.rows.append(row)
         self.log(f"{c.name:<18} {w.name:<8} copy  {row.gbps:7.2f} GB/s ({len(row.times)} reps)")
@@ -91,9 +92,10 @@ class Bench:
             handles = h.make_handles(c.agent, "WRITE", reqs)
             try:
                 before = c.rpc_counts()
-                c0 = cpu_now()
+                q0, c0 = runq_now(), cpu_now()
                 dt, lat = h.drive(c.agent, "WRITE", reqs, handles)
                 row.cpu.append(cpu_now() - c0)
+                row.runq.append(runq_since(q0))
                 row.times.append(dt)
                 row.lat += lat
                 if before is not None:
@@ -113,9 +115,10 @@ class Bench:
             if op == "read":
                 self.bufs.poison(w)
             before = c.rpc_counts()
-            c0 = cpu_now()
+            q0, c0 = runq_now(), cpu_now()
             dt, lat = self.harness.drive(c.agent, "READ" if op == "read" else "WRITE", reqs, handles)
             row.cpu.append(cpu_now() - c0)
+            row.runq.append(runq_since(q0))
             row.times.append(dt)
             row.lat += lat
             if before is not None:

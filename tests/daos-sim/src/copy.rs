@@ -9,7 +9,7 @@
 //! ordinary copy of the tail, then `sfence`. AVX is used when the CPU has it (checked once),
 //! SSE2 otherwise. Smaller pieces, and other architectures, use `copy_nonoverlapping`.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 /// Pieces at least this long are copied with non-temporal stores (x86_64). Measured with
 /// `tests/copy_bench.rs`: see README.md.
@@ -22,6 +22,24 @@ static THRESHOLD: AtomicUsize = AtomicUsize::new(NT_THRESHOLD);
 #[doc(hidden)]
 pub fn set_threshold(t: usize) -> usize {
     THRESHOLD.swap(t, Relaxed)
+}
+
+/// Whether update and fetch copy data bytes (`copy on|off`, see README.md). Off is for
+/// profiling only: it takes the data copy out of the simulator so that what remains of a
+/// transfer's CPU time is the plugin's, the simulator's bookkeeping and the host's.
+static COPYING: AtomicBool = AtomicBool::new(true);
+
+/// Sets whether data copies happen (`copy on|off`).
+pub fn set_copying(on: bool) {
+    COPYING.store(on, Relaxed);
+}
+
+/// Whether data copies happen. Each caller of [`copy_raw`] in update and fetch reads it once
+/// per call and skips the copy when it is off; where the copy would have initialised memory (a
+/// store chunk's new bytes, a single value) it zero-fills instead.
+#[inline]
+pub fn copying() -> bool {
+    COPYING.load(Relaxed)
 }
 
 /// Copies `src` into `dst` (same length).

@@ -8,7 +8,7 @@ use std::os::raw::c_int;
 use std::slice;
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::copy::copy_raw;
+use crate::copy::{copy_raw, copying};
 use crate::ffi::*;
 use crate::handles::ObjH;
 use crate::sim::STATS;
@@ -97,10 +97,13 @@ impl<'a> Cursor<'a> {
 
     /// Copies `src` into the sgl at the cursor.
     fn scatter(&mut self, mut src: &[u8]) {
+        let copy = copying(); // `copy off`: the cursor still walks the sgl, no byte moves
         while !src.is_empty() {
             let Some((p, k)) = self.piece(src.len()) else { return };
-            // SAFETY: `piece` returns `k` writable bytes of a caller's sgl buffer, and `src` has `k`.
-            unsafe { copy_raw(p, src.as_ptr(), k) };
+            if copy {
+                // SAFETY: `piece` returns `k` writable bytes of a caller's sgl buffer, and `src` has `k`.
+                unsafe { copy_raw(p, src.as_ptr(), k) };
+            }
             src = &src[k..];
         }
     }
@@ -422,15 +425,21 @@ unsafe fn apply_update(g: &mut DkeyData, iod: &daos_iod_t, sgl: *const d_sg_list
         let mut cur = Cursor::new(sgl, false);
         if iod.iod_type == DAOS_IOD_SINGLE {
             let n = size as usize;
-            let mut v: Vec<u8> = Vec::with_capacity(n);
+            // With copies off (`copy off`) no copy initialises the value: start from zeros.
+            let copy = copying();
+            let mut v: Vec<u8> = if copy { Vec::with_capacity(n) } else { vec![0; n] };
             let mut got = 0;
             while got < n {
                 let s = cur.src(n - got);
                 let k = s.len().min(n - got);
-                copy_raw(v.as_mut_ptr().add(got), s.as_ptr(), k);
+                if copy {
+                    copy_raw(v.as_mut_ptr().add(got), s.as_ptr(), k);
+                }
                 got += k;
             }
-            v.set_len(n);
+            if copy {
+                v.set_len(n); // the copies above initialised [0, n)
+            }
             g.akeys.insert(ak.into(), AkeyVal::Single(v));
             return size;
         }

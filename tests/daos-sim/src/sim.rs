@@ -1,5 +1,5 @@
 //! Process-wide simulator state: configuration from the environment (the cost model itself is
-//! in `cost`), fault injection (hang, fail), counters, and
+//! in `cost`), fault injection (hang, fail), the copy switch (`copy off` for profiling), counters, and
 //! `daos_sim_control` / `daos_sim_stats`.
 
 use std::cell::RefCell;
@@ -252,6 +252,14 @@ pub fn control(cmd: &str) -> c_int {
                 }
                 _ => false,
             }
+        }
+        ["copy", "on"] => {
+            crate::copy::set_copying(true);
+            true
+        }
+        ["copy", "off"] => {
+            crate::copy::set_copying(false);
+            true
         }
         ["reset_stats"] => {
             STATS.reset();

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::copy::copy_raw;
+use crate::copy::{copy_raw, copying};
 use crate::hash::FastMap;
 
 /// Bytes per storage chunk of an array layer.
@@ -36,6 +36,7 @@ impl Layer {
     /// the number of bytes still wanted for the current chunk piece and must return a slice of
     /// at most that length (non-empty).
     pub fn write_with<'a>(&mut self, mut off: u64, mut total: u64, mut src: impl FnMut(usize) -> &'a [u8]) {
+        let copy = copying(); // once: the zero-fill below must match whether the bytes are copied
         while total > 0 {
             let ci = off / CHUNK;
             let co = (off % CHUNK) as usize;
@@ -49,20 +50,25 @@ impl Layer {
             }
             // Zero only the gap before the write (if any), then copy straight into the
             // chunk, possibly past its length: no zero-fill of bytes about to be written.
-            if co > len {
-                chunk.resize(co, 0);
+            // With copies off (`copy off`) the new bytes are zeroed instead, since no copy will
+            // initialise them.
+            if co > len || (end > len && !copy) {
+                chunk.resize(if copy { co } else { end }, 0);
             }
             let base = chunk.as_mut_ptr();
             let mut got = 0;
             while got < n {
                 let s = src(n - got);
                 let k = s.len().min(n - got);
-                // SAFETY: capacity >= end = co + n, and got + k <= n.
-                unsafe { copy_raw(base.add(co + got), s.as_ptr(), k) };
+                if copy {
+                    // SAFETY: capacity >= end = co + n, and got + k <= n.
+                    unsafe { copy_raw(base.add(co + got), s.as_ptr(), k) };
+                }
                 got += k;
             }
             if end > chunk.len() {
-                // SAFETY: [0, co) was initialised before, [co, end) just now.
+                // SAFETY: [0, co) was initialised before, [co, end) just now (copied, or zeroed
+                // above when copies are off).
                 unsafe { chunk.set_len(end) };
             }
             off += n as u64;

@@ -1,4 +1,4 @@
-//! Process-wide controls (hang, fail, latency, bandwidth, rpc_cost, counters, reset_data), init
+//! Process-wide controls (hang, fail, latency, bandwidth, rpc_cost, copy, counters, reset_data), init
 //! refcounting and DAOS_SIM_POOLS. These change global state, so every test here holds one
 //! lock; this binary is its own process, apart from tests/api.rs.
 // These tests drive the simulator's C API as libdaos's callers do: every unsafe block passes
@@ -29,6 +29,7 @@ fn lock() -> MutexGuard<'static, ()> {
     assert_eq!(control("rpc_cost 0"), 0);
     assert_eq!(control("recx_cost 0"), 0);
     assert_eq!(control("fail 1011 0"), 0);
+    assert_eq!(control("copy on"), 0);
     g
 }
 
@@ -104,6 +105,8 @@ fn control_commands_parse() {
         "cost fetch 15 15 1.5",
         "cost fetch 0 0 0",
         "reset_stats",
+        "copy off",
+        "copy on",
         "  resume  ",
     ] {
         assert_eq!(control(ok), 0, "{ok}");
@@ -136,6 +139,9 @@ fn control_commands_parse() {
         "cost punch 1 2 3",
         "cost fetch 1 -2 3",
         "cost fetch 1 2 nan",
+        "copy",
+        "copy maybe",
+        "copy off now",
         "explode",
     ] {
         assert_eq!(control(bad), -DER_INVAL, "{bad:?}");
@@ -531,6 +537,43 @@ fn reset_data_drops_everything() {
     // Containers and open handles survive; new writes work.
     assert_eq!(put(oh, b"d", b"a", 0, b"again"), 0);
     assert_eq!(get(oh, b"d", b"a", 0, &mut buf[..5]).iod_size, 1);
+    c.close(&[oh]);
+}
+
+/// `copy off` (profiling only): updates and fetches do all their work but move no byte. A fetch
+/// leaves the caller's buffer as it was, and reports and counts the bytes as usual; an update
+/// keeps the stored bytes (an overwrite) or stores zeros (new records, never uninitialised
+/// memory); `copy on` restores normal service.
+#[test]
+fn copy_off_moves_no_bytes() {
+    let _g = lock();
+    let c = setup("ctl-copy");
+    let oh = c.obj(1);
+    assert_eq!(put(oh, b"d", b"a", 0, &[1; 3000]), 0);
+    assert_eq!(control("copy off"), 0);
+    let read0 = stat("bytes_read");
+    let mut buf = [9u8; 3000];
+    let g = get(oh, b"d", b"a", 0, &mut buf);
+    assert_eq!((g.rc, g.iod_size, g.iov_len), (0, 1, 3000));
+    assert!(buf.iter().all(|&b| b == 9), "a fetch with copies off wrote into the caller's buffer");
+    assert_eq!(stat("bytes_read") - read0, 3000, "bytes_read counts what the fetch would have moved");
+    // An overwrite keeps the old bytes; a write past the end (a new chunk tail) stores zeros.
+    assert_eq!(put(oh, b"d", b"a", 0, &[2; 3000]), 0);
+    assert_eq!(put(oh, b"d", b"a", 3000, &[3; 1000]), 0);
+    assert_eq!(put(oh, b"d", b"a", (1 << 20) + 7, &[4; 100]), 0);
+    assert_eq!(control("copy on"), 0);
+    let mut buf = [9u8; 4000];
+    assert_eq!(get(oh, b"d", b"a", 0, &mut buf).rc, 0);
+    assert!(buf[..3000].iter().all(|&b| b == 1), "an overwrite with copies off changed the stored bytes");
+    assert!(buf[3000..].iter().all(|&b| b == 0), "new bytes written with copies off are not zeros");
+    let mut buf = [9u8; 100];
+    assert_eq!(get(oh, b"d", b"a", (1 << 20) + 7, &mut buf).rc, 0);
+    assert!(buf.iter().all(|&b| b == 0));
+    // Copies back on: an overwrite lands.
+    assert_eq!(put(oh, b"d", b"a", 0, &[6; 3000]), 0);
+    let mut buf = [9u8; 3000];
+    assert_eq!(get(oh, b"d", b"a", 0, &mut buf).rc, 0);
+    assert!(buf.iter().all(|&b| b == 6));
     c.close(&[oh]);
 }
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -76,6 +74,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent otherwise
 
 import kv_bench  # noqa: E402
+import real_pool  # noqa: E402
 from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
 
 
@@ -94,13 +93,6 @@ def parse_layout(spec: str) -> tuple[int, int, int]:
     return dims
 
 
-def daos_tool() -> str | None:
-    for d in (os.environ.get("DAOS_LOCAL_BIN"),):
-        if d and os.access(os.path.join(d, "daos"), os.X_OK):
-            return os.path.join(d, "daos")
-    return shutil.which("daos")
-
-
 def policy_name(p: dict[str, str]) -> str:
     if p["fold"] != "auto":
         return {"true": "fold", "false": "nofold"}[p["fold"]]
@@ -112,21 +104,15 @@ class Measure:
     def __init__(self, bufs: Buffers, sim):
         self.bufs, self.sim = bufs, sim
         self.harness = Harness(a.window, 0.001, 600.0)
-        self.tool = daos_tool() if a.real else None
         self.dev = 1 << 40
 
     def drop_container(self, label: str) -> None:
         if not a.real:
             self.sim.control("reset_data")
             return
-        if self.tool is None:
-            print(f"  warning: no `daos` tool to destroy container {label}; it stays in pool {os.environ['DAOS_POOL']}")
-            return
-        r = subprocess.run(
-            [self.tool, "cont", "destroy", "--force", os.environ["DAOS_POOL"], label], capture_output=True, text=True
-        )
-        if r.returncode != 0:
-            print(f"  warning: daos cont destroy {label}: {r.stdout.strip()} {r.stderr.strip()}")
+        # The engine reclaims the space in the background, on the CPUs the next measurements
+        # need (bench/real_pool.py): interleaving the policies spreads that over all of them.
+        real_pool.destroy_container(label)
 
     def one(self, w: Workload, params: dict[str, str]) -> dict:
         """New-key write then read of `w` on a fresh container; seconds of each and RPCs (sim)."""

@@ -68,7 +68,7 @@ if "--real" in sys.argv[1:]:
 import daoskit  # noqa: E402
 import kv_report  # noqa: E402
 from kv_contenders import NixlContender, build_contenders, calm  # noqa: E402
-from kv_harness import Harness, cpu_now  # noqa: E402
+from kv_harness import Harness, cpu_now, merge_passes  # noqa: E402
 from kv_net import NET_LINK_MAX_GBPS, NET_LINK_SHARE, NET_RPC_BYTES, TESTBED_GBPS, TESTBED_RPC_US, choose_net  # noqa: E402
 from kv_runner import Bench, real_warmup  # noqa: E402
 from kv_workloads import Buffers, MiB, Workload, make_workloads  # noqa: E402
@@ -271,8 +271,16 @@ def main(argv=None) -> int:
     try:
         if a.real and a.real_warmup_gib > 0:
             real_warmup(bench, a.real_warmup_gib, workloads)
-        for c in build_contenders(a, sim, shm, a.cores, net):
-            bench.run_contender(c, workloads, query)
+        contenders = build_contenders(a, sim, shm, a.cores, net)
+        # A real engine: two passes, the second in reverse order (kv_harness.merge_passes says why).
+        passes = [contenders, contenders[::-1]] if a.real and len(contenders) > 1 else [contenders]
+        for i, cs in enumerate(passes):
+            if len(passes) > 1:
+                print(f"- pass {i + 1} of {len(passes)}: {', '.join(c.name for c in cs)}", flush=True)
+            for c in cs:
+                bench.run_contender(c, workloads, query)
+        if len(passes) > 1:
+            bench.rows = merge_passes(bench.rows)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)

@@ -5,14 +5,13 @@ turns --contenders into them."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 import daoskit
+import real_pool
 from kv_harness import Harness
 from kv_net import NetModel
 from kv_workloads import Buffers, MiB, Workload
@@ -181,21 +180,7 @@ class RealDaosContender(NixlContender):
             self.agent.deregister_memory(o, backends=[self.backend])
         self.objs.clear()
         super().close()
-        tool = next(
-            (
-                t
-                for t in (os.path.join(os.environ.get("DAOS_LOCAL_BIN", ""), "daos"), shutil.which("daos"))
-                if t and os.access(t, os.X_OK)
-            ),
-            None,
-        )
-        pool = os.environ.get("DAOS_POOL", "")
-        if tool is None:
-            print(f"  warning: no `daos` tool: container {self.label} stays in pool {pool}")
-            return
-        r = subprocess.run([tool, "cont", "destroy", "--force", pool, self.label], capture_output=True, text=True)
-        if r.returncode != 0:
-            print(f"  warning: daos cont destroy {pool} {self.label}: {r.stdout.strip()} {r.stderr.strip()}")
+        real_pool.destroy_container(self.label)
 
 
 class PosixContender(NixlContender):

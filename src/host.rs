@@ -42,11 +42,22 @@ static EXITING: AtomicBool = AtomicBool::new(false);
 static DRIVING: AtomicUsize = AtomicUsize::new(0);
 /// Transfer operations inside DAOS, over every engine of the process.
 static IN_DAOS: AtomicUsize = AtomicUsize::new(0);
-/// The process that armed the exit hooks (a forked child has none of its lane threads).
-static ARMED_BY: OnceLock<u32> = OnceLock::new();
 
 extern "C" {
     fn atexit(cb: extern "C" fn()) -> c_int;
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> c_int;
+}
+
+/// In a forked child: the parent's lane threads did not survive the fork, so neither did their
+/// guards nor their operations (the parent's engines refuse to work in a child). Only stores,
+/// as a fork handler must.
+extern "C" fn in_forked_child() {
+    DRIVING.store(0, Ordering::SeqCst);
+    IN_DAOS.store(0, Ordering::SeqCst);
 }
 
 extern "C" fn on_exit() {
@@ -58,9 +69,11 @@ type IsFinalizing = unsafe extern "C" fn() -> c_int;
 fn python_probe() -> Option<IsFinalizing> {
     static PROBE: OnceLock<Option<IsFinalizing>> = OnceLock::new();
     *PROBE.get_or_init(|| {
-        let _ = ARMED_BY.set(std::process::id());
-        // SAFETY: registering a function that only touches this module's atomics.
-        unsafe { atexit(on_exit) };
+        // SAFETY: registering functions that only touch this module's atomics.
+        unsafe {
+            atexit(on_exit);
+            pthread_atfork(None, None, Some(in_forked_child));
+        }
         let this = libloading::os::unix::Library::this();
         for name in [&b"Py_IsFinalizing\0"[..], &b"_Py_IsFinalizing\0"[..]] {
             // SAFETY: both symbols have this signature in every CPython that exports them.
@@ -162,12 +175,6 @@ fn wait_until(bound: Duration, done: impl Fn() -> bool) -> bool {
 /// The host is about to exit, its memory still intact: lets the transfers inside DAOS finish
 /// (bounded), then stops every thread from driving DAOS, and returns once none does. Idempotent.
 pub fn quiesce() {
-    if ARMED_BY.get().is_some_and(|&pid| pid != std::process::id()) {
-        // A forked child: the lane threads did not survive the fork, and the counters are the
-        // parent's. Nothing of ours drives DAOS here.
-        EXITING.store(true, Ordering::SeqCst);
-        return;
-    }
     if !EXITING.load(Ordering::SeqCst) {
         let (t0, at_start) = (Instant::now(), IN_DAOS.load(Ordering::SeqCst));
         let bound = exit_drain(std::env::var(EXIT_DRAIN_ENV).ok().as_deref());

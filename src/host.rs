@@ -1,28 +1,67 @@
-//! Whether the host process is exiting.
+//! Whether the host process is exiting, and stopping DAOS before the host frees its buffers.
 //!
 //! At interpreter exit Python frees objects in an order of its own: the NumPy or torch buffers
-//! of transfers still in flight may be unmapped before the transfer handles are released or
-//! the agent is destroyed, and a progress thread that goes on polling DAOS then lets it copy
-//! into unmapped memory (in daos-sim the copy happens inside `daos_eq_poll`). Once the host
-//! is exiting, the lanes therefore stop driving DAOS: what is in flight is abandoned (left
-//! allocated, never completed by us), and releases stop waiting for it.
+//! of transfers still in flight may be freed before the transfer handles are released or the
+//! agent is destroyed. Whatever drives DAOS then (a `daos_eq_poll`, which runs mercury and
+//! libfabric's progress) lets the transport land a fetch's data into freed memory: on the real
+//! engine a lane thread was caught in libfabric's memcpy, inside `daos_eq_poll`, while Python
+//! unmapped a NumPy array (about 1 exit in 8). Seeing `Py_IsFinalizing` at the top of a lane's
+//! loop is not enough: a poll that began just before finalization goes on for its whole slice.
 //!
-//! Two signals: a C `atexit` handler (any host calling `exit`), and, in a Python host,
-//! `Py_IsFinalizing` (3.13+) or `_Py_IsFinalizing` (3.7-3.12), which turns true before
-//! Python starts clearing modules. Both only read flags; neither needs the GIL.
+//! So every call that drives DAOS holds a [`Driving`] guard, and [`quiesce`] runs while the
+//! host's memory is still intact (a Python `atexit` callback, see `python`; a C `atexit`
+//! handler otherwise): it lets the transfers inside DAOS finish for at most [`EXIT_DRAIN`]
+//! (1 s; `NIXL_DAOS_EXIT_DRAIN_MS` sets it), then marks the process as exiting and waits until
+//! no thread drives DAOS any more. After it, nothing drives DAOS again: what was still in
+//! flight is abandoned (left allocated, never completed by us), posts fail with
+//! `ShuttingDown`, and releases stop waiting.
+//!
+//! `Py_IsFinalizing` (3.13+) or `_Py_IsFinalizing` (3.7-3.12) stays as a fallback for a Python
+//! host where the callback could not be registered.
+
+mod python;
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Longest the exit waits for transfers inside DAOS to finish before abandoning them, unless
+/// `NIXL_DAOS_EXIT_DRAIN_MS` says otherwise (0: abandon at once).
+const EXIT_DRAIN: Duration = Duration::from_secs(1);
+const EXIT_DRAIN_ENV: &str = "NIXL_DAOS_EXIT_DRAIN_MS";
+/// Cap of `NIXL_DAOS_EXIT_DRAIN_MS`: an exit must not hang on a dead server.
+const EXIT_DRAIN_MAX_MS: u64 = 600_000;
+/// Longest the exit waits for the threads inside a DAOS call to leave it (a lane's poll slice
+/// is 20 ms); past it the exit goes on, and a late fetch could still land.
+const EXIT_STOP: Duration = Duration::from_secs(1);
+const EXIT_TICK: Duration = Duration::from_millis(1);
 
 static EXITING: AtomicBool = AtomicBool::new(false);
+/// Threads inside a call that drives DAOS (each holds a `Driving`).
+static DRIVING: AtomicUsize = AtomicUsize::new(0);
+/// Transfer operations inside DAOS, over every engine of the process.
+static IN_DAOS: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" {
     fn atexit(cb: extern "C" fn()) -> c_int;
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> c_int;
+}
+
+/// In a forked child: the parent's lane threads did not survive the fork, so neither did their
+/// guards nor their operations (the parent's engines refuse to work in a child). Only stores,
+/// as a fork handler must.
+extern "C" fn in_forked_child() {
+    DRIVING.store(0, Ordering::SeqCst);
+    IN_DAOS.store(0, Ordering::SeqCst);
 }
 
 extern "C" fn on_exit() {
-    EXITING.store(true, Ordering::SeqCst);
+    quiesce();
 }
 
 type IsFinalizing = unsafe extern "C" fn() -> c_int;
@@ -30,8 +69,11 @@ type IsFinalizing = unsafe extern "C" fn() -> c_int;
 fn python_probe() -> Option<IsFinalizing> {
     static PROBE: OnceLock<Option<IsFinalizing>> = OnceLock::new();
     *PROBE.get_or_init(|| {
-        // SAFETY: registering a function that only stores a flag.
-        unsafe { atexit(on_exit) };
+        // SAFETY: registering functions that only touch this module's atomics.
+        unsafe {
+            atexit(on_exit);
+            pthread_atfork(None, None, Some(in_forked_child));
+        }
         let this = libloading::os::unix::Library::this();
         for name in [&b"Py_IsFinalizing\0"[..], &b"_Py_IsFinalizing\0"[..]] {
             // SAFETY: both symbols have this signature in every CPython that exports them.
@@ -43,14 +85,23 @@ fn python_probe() -> Option<IsFinalizing> {
     })
 }
 
-/// Arms the probes; called when an engine starts.
+/// Arms the probes and, in a Python host, the `atexit` callback; called when an engine starts.
 pub fn init() {
-    let _ = python_probe();
+    if python_probe().is_some() {
+        static REGISTERED: OnceLock<()> = OnceLock::new();
+        REGISTERED.get_or_init(|| match python::register_atexit(quiesce) {
+            Ok(()) => tracing::debug!("Python atexit callback registered: DAOS stops before Python frees buffers"),
+            Err(e) => tracing::warn!(
+                "could not register a Python atexit callback ({e}); exiting with transfers in flight may crash"
+            ),
+        });
+    }
 }
 
 /// True once the host process has started to exit.
 pub fn exiting() -> bool {
-    if EXITING.load(Ordering::Relaxed) {
+    // SeqCst: pairs with the counter in `drive` (see there).
+    if EXITING.load(Ordering::SeqCst) {
         return true;
     }
     // SAFETY: the interpreter's finalizing check reads one atomic field of its runtime state.
@@ -61,11 +112,118 @@ pub fn exiting() -> bool {
     py
 }
 
+/// Held around every call that drives DAOS (polls, event tests, launches).
+#[must_use]
+pub struct Driving(());
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        DRIVING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A guard for driving DAOS; None once the host is exiting. Counted before the check, both
+/// SeqCst: either `quiesce` sees this thread counted and waits for it, or this thread sees
+/// `EXITING` and does not touch DAOS.
+pub fn drive() -> Option<Driving> {
+    DRIVING.fetch_add(1, Ordering::SeqCst);
+    if exiting() {
+        DRIVING.fetch_sub(1, Ordering::SeqCst);
+        return None;
+    }
+    Some(Driving(()))
+}
+
+/// Counts transfer operations inside DAOS (launched and not yet reaped), for the exit's drain.
+pub fn in_daos_add(n: usize) {
+    IN_DAOS.fetch_add(n, Ordering::SeqCst);
+}
+
+pub fn in_daos_sub(n: usize) {
+    IN_DAOS.fetch_sub(n, Ordering::SeqCst);
+}
+
+/// The exit's drain bound from the value of `NIXL_DAOS_EXIT_DRAIN_MS` (None: unset).
+fn exit_drain(value: Option<&str>) -> Duration {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return EXIT_DRAIN };
+    match v.parse::<u64>() {
+        Ok(ms) if ms <= EXIT_DRAIN_MAX_MS => Duration::from_millis(ms),
+        _ => {
+            tracing::warn!(
+                "{EXIT_DRAIN_ENV}={v:?} is not a number of milliseconds from 0 to {EXIT_DRAIN_MAX_MS}; using {} ms",
+                EXIT_DRAIN.as_millis()
+            );
+            EXIT_DRAIN
+        }
+    }
+}
+
+/// Waits until `done` or `bound` passes; true when done.
+fn wait_until(bound: Duration, done: impl Fn() -> bool) -> bool {
+    let until = Instant::now() + bound;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(EXIT_TICK);
+    }
+}
+
+/// The host is about to exit, its memory still intact: lets the transfers inside DAOS finish
+/// (bounded), then stops every thread from driving DAOS, and returns once none does. Idempotent.
+pub fn quiesce() {
+    if !EXITING.load(Ordering::SeqCst) {
+        let (t0, at_start) = (Instant::now(), IN_DAOS.load(Ordering::SeqCst));
+        let bound = exit_drain(std::env::var(EXIT_DRAIN_ENV).ok().as_deref());
+        let drained = wait_until(bound, || IN_DAOS.load(Ordering::SeqCst) == 0);
+        let (left, waited) = (IN_DAOS.load(Ordering::SeqCst), t0.elapsed());
+        if !drained {
+            tracing::debug!("process exit: abandoning {left} DAOS operation(s) after {waited:?}");
+        } else if at_start > 0 {
+            tracing::debug!("process exit: {at_start} DAOS operation(s) in flight finished in {waited:?}");
+        }
+    }
+    EXITING.store(true, Ordering::SeqCst);
+    if !wait_until(EXIT_STOP, || DRIVING.load(Ordering::SeqCst) == 0) {
+        tracing::warn!(
+            "process exit: {} thread(s) still inside a DAOS call after {EXIT_STOP:?}",
+            DRIVING.load(Ordering::SeqCst)
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_running_test_process_is_not_exiting() {
         super::init();
         assert!(!super::exiting());
+        let g = drive().expect("not exiting, so DAOS may be driven");
+        assert!(DRIVING.load(Ordering::SeqCst) >= 1);
+        drop(g);
+    }
+
+    #[test]
+    fn exit_drain_bound_from_the_environment() {
+        assert_eq!(exit_drain(None), EXIT_DRAIN);
+        assert_eq!(exit_drain(Some("")), EXIT_DRAIN);
+        assert_eq!(exit_drain(Some("0")), Duration::ZERO);
+        assert_eq!(exit_drain(Some(" 2500 ")), Duration::from_millis(2500));
+        assert_eq!(exit_drain(Some("-1")), EXIT_DRAIN);
+        assert_eq!(exit_drain(Some("1s")), EXIT_DRAIN);
+        assert_eq!(exit_drain(Some("600001")), EXIT_DRAIN);
+    }
+
+    #[test]
+    fn waiting_is_bounded() {
+        let t0 = Instant::now();
+        assert!(!wait_until(Duration::from_millis(20), || false));
+        assert!(t0.elapsed() >= Duration::from_millis(20));
+        assert!(wait_until(Duration::from_secs(10), || true));
     }
 }

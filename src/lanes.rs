@@ -196,6 +196,7 @@ impl Shared {
     /// Takes an in-flight slot if one is free.
     fn reserve(&self) -> bool {
         if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
+            crate::host::in_daos_add(1);
             true
         } else {
             self.inflight.fetch_sub(1, Ordering::SeqCst);
@@ -205,6 +206,7 @@ impl Shared {
 
     fn unreserve(&self) {
         self.inflight.fetch_sub(1, Ordering::SeqCst);
+        crate::host::in_daos_sub(1);
     }
 
     /// Records an update about to be sent; Err when an abandoned earlier one blocks the key.
@@ -317,7 +319,9 @@ impl Lane {
 
     fn submit(&self, op: Box<Op>) {
         let sh = &self.shared;
-        if self.stop.load(Ordering::Acquire) || crate::host::exiting() {
+        // Held while this thread may launch into DAOS (see host.rs).
+        let drive = crate::host::drive();
+        if self.stop.load(Ordering::Acquire) || drive.is_none() {
             op.fail(Error::ShuttingDown, false);
             return;
         }
@@ -391,16 +395,18 @@ impl Lane {
         let mut reaped: Vec<*mut daos_event_t> = vec![std::ptr::null_mut(); REAP_BATCH];
         let mut stop_at: Option<Instant> = None;
         loop {
-            if crate::host::exiting() {
-                // The host may already be freeing the buffers of what is in flight: stop
-                // driving DAOS so that nothing more is copied into them (see host.rs).
+            // Held for the whole pass (orphans, launches, the poll), but not while parked: the
+            // host's exit waits for every thread driving DAOS to let go (see host.rs).
+            let Some(mut drive) = crate::host::drive() else {
+                // The host may free the buffers of what is in flight any moment now: nothing
+                // more may be copied into them, so what DAOS holds is abandoned.
                 let inflight = self.inflight.load(Ordering::SeqCst);
                 self.leaked.store(inflight as u64, Ordering::Release);
                 if inflight > 0 {
                     tracing::debug!("host exiting: lane abandons {inflight} DAOS operation(s)");
                 }
                 break;
-            }
+            };
             if self.reaps_orphans {
                 self.shared.orphans.reap(self.shared.lib);
             }
@@ -415,8 +421,13 @@ impl Lane {
                     break;
                 }
             } else if self.inflight.load(Ordering::SeqCst) == 0 {
+                drop(drive);
                 if self.park() {
                     continue;
+                }
+                match crate::host::drive() {
+                    Some(d) => drive = d,
+                    None => continue, // the top of the loop abandons
                 }
                 self.launch_waiting();
             }
@@ -430,6 +441,7 @@ impl Lane {
             if !self.stop.load(Ordering::Acquire) {
                 self.launch_waiting();
             }
+            drop(drive);
         }
     }
 }
@@ -530,7 +542,7 @@ impl Lanes {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        if !crate::host::exiting() {
+        if let Some(_drive) = crate::host::drive() {
             self.shared.orphans.reap(self.shared.lib);
         }
         let orphans = self.shared.orphans.count.load(Ordering::Acquire) as u64;

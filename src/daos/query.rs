@@ -129,6 +129,9 @@ fn drive(
         // Short slices: another thread progressing the same DAOS context may complete our
         // event behind our back, and CaRT would otherwise sleep out a long slice.
         let left = deadline.saturating_duration_since(Instant::now()).min(TEST_SLICE);
+        // The host's exit waits for this guard to go (see host.rs); the queries still in
+        // flight are then handed to `abandon`.
+        let Some(_drive) = crate::host::drive() else { return Err(Error::ShuttingDown) };
         // SAFETY: raw is launched and not yet reaped.
         let done = unsafe { lib.event_test(addr_of_mut!((*raw).ev), left.as_micros() as i64)? };
         if done {

@@ -1,5 +1,6 @@
-"""Scenario of tests/e2e/test_safety.py, run in a subprocess by test_exit_with_transfers_in_flight:
-Interpreter exit with fetches in flight. Prints its findings as one JSON line."""
+"""Scenario of tests/e2e/test_safety.py, run in a subprocess by the test_exit_* tests (and looped
+on a real engine by ci/exit-loop.sh): interpreter exit with fetches in flight. Argument: daos-sim's
+latency in microseconds (default 300000; no effect on a real engine). Prints one JSON line."""
 
 import json
 import sys
@@ -12,7 +13,7 @@ sim = daoskit.Sim()
 d = daoskit.DaosAgent(params={"timeout_ms": 10000, "num_queues": 2})
 size = 1 << 20
 dev = d.put(unique_key("exit"), pattern(size, 4))
-sim.control("latency 300000")
+sim.control(f"latency {int(sys.argv[1]) if len(sys.argv) > 1 else 300000}")
 bufs, handles = daoskit.post_reads_left_in_flight(d, dev, size, 8)
 print(json.dumps({"posted": len(handles)}))
 sys.stdout.flush()

@@ -6,8 +6,9 @@ side, each within 25% (PASS/MISS).
     eval "$(../shared/daos/daos-local.sh env)"     # or DAOS_POOL + NIXL_DAOS_LIBDAOS of your own
     .venv/bin/python bench/calibrate.py [--rounds 4] [--out DIR]
 
-Three runs of bench/fold_policy.py (new-key writes and reads through NIXL, one request per key,
-fold=true and fold=false interleaved, a fresh container each, the best of the rounds):
+Four runs of bench/fold_policy.py (new-key writes and reads through NIXL, one request per key,
+fold=true and fold=false interleaved, their order alternating by round, a fresh container each;
+the fit uses the best of the rounds, the check the median of each round's ratio):
 
 1. **Fit**, on the real engine: six layouts that are NOT the ones checked (32 x 32 x 4 KiB,
    64 x 16 x 16 KiB, 16 x 32 x 64 KiB, 32 x 8 x 256 KiB, 8 x 16 x 512 KiB, 4 x 16 x 2 MiB;
@@ -15,12 +16,17 @@ fold=true and fold=false interleaved, a fresh container each, the best of the ro
    extents). Each key has 8-32 layers, as the checked layouts have 8-64, so the cost of a NIXL
    request (the harness, the agent, the plugin: tens of us of client CPU each here) is spread
    over as many RPCs as there; with one layer per key it would be charged to the RPCs and
-   inflate the fit. RPC, extent and byte
-   counts are known from the policy (a key's layers lie apart in memory, so fold=true sends one
-   RPC of LAYERS extents per key and fold=false one RPC per layer); a non-negative least-squares
-   fit of `seconds = rpcs * rpc_cost + extents * recx_cost + bytes / bandwidth`, per operation
-   (update, fetch), weighted so every layout counts alike, gives daos-sim's three figures
-   (`cost update|fetch <rpc_us> <recx_us> <gbps>`, see tests/daos-sim/src/cost.rs).
+   inflate the fit. RPC, bulk-RPC, extent and byte counts are known from the policy (a key's
+   layers lie apart in memory, so fold=true sends one RPC of LAYERS extents per key and
+   fold=false one RPC per layer; an RPC's data goes by bulk transfer from DAOS_BULK_LIMIT on, so
+   the 4 and 16 KiB single-extent RPCs go inline and all others by bulk); a non-negative
+   least-squares fit of `seconds = rpcs * rpc_cost + bulk_rpcs * bulk_cost + extents * recx_cost
+   + bytes / bandwidth`, per operation (update, fetch), weighted so every layout counts alike,
+   gives daos-sim's four figures (`cost update|fetch <rpc_us> <recx_us> <gbps> <bulk_us>`, see
+   tests/daos-sim/src/cost.rs). The real times contain what the client spends itself (the
+   harness, NIXL, the plugin), which daos-sim spends too: so the fit layouts then run on daos-sim
+   with that first model, and the second, final fit is to the real times less what daos-sim took
+   beyond its model at each point.
 2. **Check**, on the real engine: the four layouts (10x40x1 MiB, 40x10x1 MiB, 200x8x64 KiB,
    64x64x4 KiB), fold and nofold.
 3. **Check**, on daos-sim with the fitted model: the same four.
@@ -76,12 +82,18 @@ def fold_policy(out: Path, layouts: str, rounds: int, real: bool, model: str = "
     return json.loads((out / "fold_policy.json").read_text())
 
 
-def counts(row: dict, policy: str) -> tuple[int, int, int]:
-    """RPCs, extents and bytes of one layout under fold=true or fold=false."""
+BULK_LIMIT = 19456  # DAOS_BULK_LIMIT: data + 16 B per iov + 8 B per sgl below this goes inline
+
+
+def counts(row: dict, policy: str) -> tuple[int, int, int, int]:
+    """RPCs, RPCs whose data goes by bulk transfer, extents and bytes of one layout under
+    fold=true or fold=false (one iov per extent, as the plugin sends them)."""
     keys, layers, block = row["keys"], row["layers"], row["block"]
     extents = keys * layers
-    rpcs = keys if policy == "fold" else extents
-    return rpcs, extents, extents * block
+    per_rpc = layers if policy == "fold" else 1  # extents per RPC
+    rpcs = extents // per_rpc
+    bulk = rpcs if per_rpc * (block + 16) + 8 >= BULK_LIMIT else 0
+    return rpcs, bulk, extents, extents * block
 
 
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -102,29 +114,57 @@ def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def fit(rows: list[dict]) -> dict[str, dict]:
-    """Per operation: rpc_us, recx_us, gbps and the fit's residuals per point."""
+    """Per operation: rpc_us, bulk_us, recx_us, gbps and the fit's residuals per point."""
     out = {}
     for op, name in OPS.items():
         pts = []
         for row in rows:
             for policy in ("fold", "nofold"):
-                rpcs, extents, nbytes = counts(row, policy)
-                pts.append((row["layout"], policy, rpcs, extents, nbytes, row["seconds"][policy][op]))
-        a = np.array([[p[2], p[3], p[4]] for p in pts], dtype=float)
-        t = np.array([p[5] for p in pts])
+                rpcs, bulk, extents, nbytes = counts(row, policy)
+                pts.append((row["layout"], policy, rpcs, bulk, extents, nbytes, row["seconds"][policy][op]))
+        a = np.array([[p[2], p[3], p[4], p[5]] for p in pts], dtype=float)
+        t = np.array([p[6] for p in pts])
         # Relative error: divide each row by its time, so a 20 ms layout counts as much as a 2 s one.
         x = nnls(a / t[:, None], np.ones_like(t))
         pred = a @ x
         out[name] = {
             "rpc_us": x[0] * 1e6,
-            "recx_us": x[1] * 1e6,
-            "gbps": (1.0 / x[2] / 1e9) if x[2] > 0 else 0.0,
+            "bulk_us": x[1] * 1e6,
+            "recx_us": x[2] * 1e6,
+            "gbps": (1.0 / x[3] / 1e9) if x[3] > 0 else 0.0,
             "points": [
-                {"layout": p[0], "policy": p[1], "rpcs": p[2], "extents": p[3], "seconds": p[5], "model": m}
+                {
+                    "layout": p[0],
+                    "policy": p[1],
+                    "rpcs": p[2],
+                    "bulk": p[3],
+                    "extents": p[4],
+                    "seconds": p[6],
+                    "model": m,
+                }
                 for p, m in zip(pts, pred)
             ],
         }
     return out
+
+
+def own_time_removed(real_rows: list[dict], sim_rows: list[dict], first: dict) -> tuple[list[dict], list[float]]:
+    """The real rows with each time less daos-sim's excess over the first fit's model at that
+    point (never below a fifth of the real time), and those excesses as fractions of the real
+    times."""
+    sim = {r["layout"]: r for r in sim_rows}
+    pred = {(p["layout"], p["policy"], name): p["model"] for name, v in first.items() for p in v["points"]}
+    out, excess = [], []
+    for r in real_rows:
+        c = json.loads(json.dumps(r))  # a deep copy
+        for policy in ("fold", "nofold"):
+            for op, name in OPS.items():
+                real_t = r["seconds"][policy][op]
+                extra = sim[r["layout"]]["seconds"][policy][op] - pred[(r["layout"], policy, name)]
+                c["seconds"][policy][op] = max(real_t - extra, 0.2 * real_t)
+                excess.append(extra / real_t)
+        out.append(c)
+    return out, excess
 
 
 def cpu_fit(rows: list[dict]) -> dict[str, dict[str, float]]:
@@ -135,7 +175,7 @@ def cpu_fit(rows: list[dict]) -> dict[str, dict[str, float]]:
         a, t = [], []
         for row in rows:
             for policy in ("fold", "nofold"):
-                rpcs, extents, nbytes = counts(row, policy)
+                rpcs, _, extents, nbytes = counts(row, policy)
                 a.append((row["keys"], rpcs, extents, nbytes))
                 t.append(row["cpu_seconds"][policy][op])
         a, t = np.array(a, dtype=float), np.array(t)
@@ -152,7 +192,9 @@ def print_cpu(title: str, f: dict[str, dict[str, float]]) -> None:
 
 
 def model_string(f: dict[str, dict]) -> str:
-    return "; ".join(f"cost {op} {v['rpc_us']:.2f} {v['recx_us']:.2f} {v['gbps']:.4f}" for op, v in f.items())
+    return "; ".join(
+        f"cost {op} {v['rpc_us']:.2f} {v['recx_us']:.2f} {v['gbps']:.6g} {v['bulk_us']:.2f}" for op, v in f.items()
+    )
 
 
 def ratios(run: dict) -> dict[str, dict[str, float]]:
@@ -185,20 +227,34 @@ def main() -> int:
     fitted = fit_run = None
     if a.model is None:
         fit_run = fold_policy(out / "fit-real", a.fit_layouts, a.rounds, real=True)
-        fitted = fit(fit_run["rows"])
+        first = fit(fit_run["rows"])
+        # daos-sim spends time of its own (the harness, NIXL, the plugin, its copies) that the
+        # real times already contain: run the fit layouts on daos-sim with the first fit, and fit
+        # again to the real times less what daos-sim took beyond its model.
+        sim_fit = fold_policy(out / "fit-sim", a.fit_layouts, a.rounds, real=False, model=model_string(first))
+        corrected, excess = own_time_removed(fit_run["rows"], sim_fit["rows"], first)
+        fitted = fit(corrected)
         model = model_string(fitted)
-        print("\nfit (real engine): seconds = rpcs * rpc_cost + extents * recx_cost + bytes / bandwidth")
-        print(f"{'op':<8}{'rpc_cost us':>13}{'recx_cost us':>14}{'GB/s':>8}")
-        for op, v in fitted.items():
-            print(f"{op:<8}{v['rpc_us']:>13.1f}{v['recx_us']:>14.1f}{v['gbps']:>8.3f}")
         print(
-            f"\n{'layout':<14}{'policy':<8}{'op':<7}{'RPCs':>7}{'extents':>9}"
+            f"\nfirst fit: {model_string(first)}; daos-sim's own time beyond that model on the fit layouts: "
+            f"median {np.median(excess):.0%} of the real time (range {min(excess):.0%} to {max(excess):.0%}), "
+            "taken off the real times for the second fit"
+        )
+        print(
+            "\nfit (real engine): seconds = rpcs * rpc_cost + bulk_rpcs * bulk_cost + extents * recx_cost"
+            " + bytes / bandwidth"
+        )
+        print(f"{'op':<8}{'rpc_cost us':>13}{'bulk_cost us':>14}{'recx_cost us':>14}{'GB/s':>8}")
+        for op, v in fitted.items():
+            print(f"{op:<8}{v['rpc_us']:>13.1f}{v['bulk_us']:>14.1f}{v['recx_us']:>14.1f}{v['gbps']:>8.3f}")
+        print(
+            f"\n{'layout':<14}{'policy':<8}{'op':<7}{'RPCs':>7}{'bulk':>6}{'extents':>9}"
             f"{'real s':>9}{'model s':>9}{'model/real':>12}"
         )
         for op, v in fitted.items():
             for p in v["points"]:
                 print(
-                    f"{p['layout']:<14}{p['policy']:<8}{op:<7}{p['rpcs']:>7}{p['extents']:>9}"
+                    f"{p['layout']:<14}{p['policy']:<8}{op:<7}{p['rpcs']:>7}{p['bulk']:>6}{p['extents']:>9}"
                     f"{p['seconds']:>9.4f}{p['model']:>9.4f}{p['model'] / p['seconds']:>12.2f}"
                 )
     else:
@@ -208,6 +264,15 @@ def main() -> int:
     real = fold_policy(out / "check-real", a.check_layouts, a.rounds, real=True)
     sim = fold_policy(out / "check-sim", a.check_layouts, a.rounds, real=False, model=model)
     rr, rs, spread = ratios(real), ratios(sim), round_ratios(real)
+    for row in sim["rows"]:  # the RPC counts the fit assumed, against daos-sim's counters
+        for policy in ("fold", "nofold"):
+            want = counts(row, policy)[0]
+            for op in OPS:
+                got = row["rpcs"][policy][op]
+                if got != want:
+                    print(
+                        f"warning: {row['layout']} {policy} {op}: daos-sim counted {got} RPCs, the fit assumes {want}"
+                    )
     cpu = {"real": cpu_fit(real["rows"] + (fit_run["rows"] if fitted else [])), "sim": cpu_fit(sim["rows"])}
     print_cpu(
         "client CPU on the real engine (this process: harness, NIXL, plugin, libdaos, TCP in the kernel)", cpu["real"]

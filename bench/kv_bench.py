@@ -268,6 +268,7 @@ def main(argv=None) -> int:
         )
 
     bench = Bench(a, sim, bufs)
+    passes: list = []
     try:
         if a.real and a.real_warmup_gib > 0:
             real_warmup(bench, a.real_warmup_gib, workloads)
@@ -279,12 +280,12 @@ def main(argv=None) -> int:
                 print(f"- pass {i + 1} of {len(passes)}: {', '.join(c.name for c in cs)}", flush=True)
             for c in cs:
                 bench.run_contender(c, workloads, query)
-        if len(passes) > 1:
-            bench.rows = merge_passes(bench.rows)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:
+        if len(passes) > 1:  # also after an abort: one row per (contender, workload, op)
+            bench.rows = merge_passes(bench.rows)
         if sim is not None:
             calm(sim)
         if shm.exists():

@@ -126,6 +126,7 @@ def main() -> int:
     print(
         f"{c.name} {w.describe()} {a.op} x{a.reps}, handles {a.handles}: {moved / dt / 1e9:.2f} GB/s, "
         f"{cpu / dt:.2f} cores busy, {cpu / (moved / 1e9):.3f} CPU s/GB"
+        + (" (daos-sim copy off: no byte moved, reads not verified)" if a.sim_copy == "off" else "")
     )
     for sort in ("comm", "comm,dso,sym"):
         print(f"\n-- perf report --sort {sort} (self time, % of all samples)")

@@ -14,7 +14,7 @@
 #   4. bench/side_by_side.py: one table of real DAOS, daos-sim and POSIX.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
-# to results/<timestamp>/{sim,real}/. About 6 minutes on 2 cores. Same set-up as ci/test.sh.
+# to results/<timestamp>/{sim,real}/. About 5 minutes on 2 cores. Same set-up as ci/test.sh.
 # Extra arguments go to the daos-sim run of kv_bench.py (default --scale 0.4), e.g.
 #   ci/bench.sh --scale 1                        # the full workloads (~10 minutes)
 #   ci/bench.sh --scale 0.1 --real-scale 0.05    # a quick run
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 
 # daos-sim at 0.4 of the full workloads unless told otherwise: new-key writes allocate the
-# simulator's memory inside the clock, and the whole run stays around 6 minutes on 2 cores.
+# simulator's memory inside the clock, and the whole run stays around 5 minutes on 2 cores.
 case " ${args[*]:-} " in *" --scale "*) ;; *) args=(--scale 0.4 "${args[@]}") ;; esac
 out="results/$(date +%Y%m%d-%H%M%S)"
 say "bench/kv_bench.py ${args[*]:-} (daos-sim, POSIX, memcpy)"
@@ -55,15 +55,15 @@ real_rc=0
 real_args=(--real --scale "$real_scale" --workloads ref,small,lmcache --reps 2 --out "$out/real")
 # Both real-engine runs in one command line: kv_bench, then the calibration (its own exit status
 # is reported, not fatal: a MISS is a finding).
-real_cmd=(bash -c '"$1" bench/kv_bench.py "${@:2}"; rc=$?
-	"$1" bench/calibrate.py --out "'"$out"'/calibrate" || echo "calibrate.py: exit $? (see above)"
-	exit $rc' _ "$VPY" "${real_args[@]}")
+real_cmd=(bash -c '"$1" bench/kv_bench.py "${@:3}"; rc=$?
+	"$1" bench/calibrate.py --out "$2" || echo "calibrate.py: exit $? (see above)"
+	exit $rc' _ "$VPY" "$out/calibrate" "${real_args[@]}")
 local_daos="${NIXL_DAOS_LOCAL:-$ROOT/../shared/daos/daos-local.sh}"
 if [ "$real" = 0 ]; then
 	say "real DAOS: skipped (--no-real)"
 elif [ -n "${DAOS_POOL:-}" ] && [ -n "${NIXL_DAOS_LIBDAOS:-}" ]; then
 	say "real DAOS: pool $DAOS_POOL through $NIXL_DAOS_LIBDAOS"
-	timeout --signal=KILL 1800 "${real_cmd[@]}" || real_rc=$?
+	timeout --signal=KILL 2400 "${real_cmd[@]}" || real_rc=$?
 elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 	say "real DAOS: a single-node engine from $local_daos (waiting for /tmp/daos-real.lock)"
 	# A pool larger than the script's default: new-key writes cannot free the keys before them.
@@ -72,7 +72,7 @@ elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 		log=$(mktemp)
 		if ! "$D" start >"$log" 2>&1; then tail -20 "$log"; "$D" stop >/dev/null 2>&1; exit 3; fi
 		eval "$("$D" env)"
-		timeout --signal=KILL 1200 "$@"; rc=$?
+		timeout --signal=KILL 1800 "$@"; rc=$?
 		"$D" stop >/dev/null 2>&1
 		exit $rc' _ "$local_daos" "${real_cmd[@]}" || real_rc=$?
 else

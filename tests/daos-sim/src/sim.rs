@@ -47,8 +47,8 @@ pub fn global() -> &'static Global {
         for (name, op) in [("DAOS_SIM_COST_UPDATE", cost::Op::Update), ("DAOS_SIM_COST_FETCH", cost::Op::Fetch)] {
             if let Ok(v) = std::env::var(name) {
                 match parse_op_cost(&v.split_whitespace().collect::<Vec<_>>()) {
-                    Some((rpc, recx, bw)) => cost::set_op_cost(op, rpc, recx, bw),
-                    None => tracing::warn!("{name}={v:?} is not \"<rpc_us> <recx_us> <gbps>\"; ignored"),
+                    Some((rpc, recx, bw, bulk)) => cost::set_op_cost(op, rpc, recx, bw, bulk),
+                    None => tracing::warn!("{name}={v:?} is not \"<rpc_us> <recx_us> <gbps> [<bulk_us>]\"; ignored"),
                 }
             }
         }
@@ -197,10 +197,13 @@ fn non_negative(s: &str) -> Option<f64> {
     s.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0)
 }
 
-/// `<rpc_us> <recx_us> <gbps>`, as `cost <op>` and DAOS_SIM_COST_<OP> take them.
-fn parse_op_cost(words: &[&str]) -> Option<(f64, f64, f64)> {
+/// `<rpc_us> <recx_us> <gbps> [<bulk_us>]`, as `cost <op>` and DAOS_SIM_COST_<OP> take them.
+fn parse_op_cost(words: &[&str]) -> Option<(f64, f64, f64, f64)> {
     match words {
-        [rpc, recx, bw] => Some((non_negative(rpc)?, non_negative(recx)?, non_negative(bw)?)),
+        [rpc, recx, bw] => Some((non_negative(rpc)?, non_negative(recx)?, non_negative(bw)?, 0.0)),
+        [rpc, recx, bw, bulk] => {
+            Some((non_negative(rpc)?, non_negative(recx)?, non_negative(bw)?, non_negative(bulk)?))
+        }
         _ => None,
     }
 }
@@ -246,8 +249,8 @@ pub fn control(cmd: &str) -> c_int {
                 _ => None,
             };
             match (op, parse_op_cost(rest)) {
-                (Some(op), Some((rpc, recx, bw))) => {
-                    cost::set_op_cost(op, rpc, recx, bw);
+                (Some(op), Some((rpc, recx, bw, bulk))) => {
+                    cost::set_op_cost(op, rpc, recx, bw, bulk);
                     true
                 }
                 _ => false,

@@ -104,6 +104,8 @@ fn control_commands_parse() {
         "cost update 30 20 1.2",
         "cost fetch 15 15 1.5",
         "cost fetch 0 0 0",
+        "cost fetch 15 15 1.5 120",
+        "cost fetch 0 0 0 0",
         "reset_stats",
         "copy off",
         "copy on",
@@ -135,7 +137,8 @@ fn control_commands_parse() {
         "cost",
         "cost update",
         "cost update 1 2",
-        "cost update 1 2 3 4",
+        "cost update 1 2 3 4 5",
+        "cost update 1 2 3 -4",
         "cost punch 1 2 3",
         "cost fetch 1 -2 3",
         "cost fetch 1 2 nan",
@@ -386,6 +389,15 @@ fn recx_cost_and_per_operation_costs() {
     assert_eq!(put(oh, b"d", b"c", 0, &big), 0);
     assert!(t.elapsed() >= ms(2), "{:?}", t.elapsed());
     assert_eq!(control("cost update 0 0 0"), 0);
+    // bulk_cost: only an RPC whose data goes by bulk (above DAOS_BULK_LIMIT) pays it.
+    assert_eq!(control("cost update 0 0 0 30000"), 0);
+    let t = Instant::now();
+    assert_eq!(put(oh, b"d", b"e", 0, &big[..4096]), 0);
+    assert!(t.elapsed() < ms(30), "inline: {:?}", t.elapsed());
+    let t = Instant::now();
+    assert_eq!(put(oh, b"d", b"e", 0, &big[..32 * 1024]), 0);
+    assert!(t.elapsed() >= ms(30), "bulk: {:?}", t.elapsed());
+    assert_eq!(control("cost update 0 0 0 0"), 0);
     // All off: no clock.
     let t = Instant::now();
     assert_eq!(put(oh, b"d", b"b", 0, b"y"), 0);

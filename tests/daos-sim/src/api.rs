@@ -1046,3 +1046,18 @@ pub unsafe extern "C" fn daos_event_abort(ev: *mut daos_event_t) -> c_int {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_cross_the_link_once_per_replica() {
+        let copies = |name: &str| OCLASSES.iter().find(|c| c.name == name).map(|c| c.write_copies());
+        assert_eq!(copies("S1"), Some(1.0));
+        assert_eq!(copies("SX"), Some(1.0));
+        assert_eq!(copies("RP_2G1"), Some(2.0));
+        assert_eq!(copies("RP_3GX"), Some(3.0));
+        assert_eq!(copies("EC_2P1G1"), Some(1.5));
+    }
+}

@@ -180,6 +180,16 @@ pub fn describe() -> String {
     format!("update {} fetch {} latency_us {}", one(&UPDATE), one(&FETCH), LATENCY_NS.load(Relaxed) as f64 / 1000.0)
 }
 
+/// How long an RPC holds the link: an update's bytes cross it once per copy, a fetch's once;
+/// punch and query_key carry no extents and no bytes.
+fn busy_ns(op: Op, recxs: u64, bytes: u64, copies: f64) -> u64 {
+    match op {
+        Op::Update => UPDATE.busy_ns(recxs, bytes, bytes as f64 * copies.max(1.0)),
+        Op::Fetch => FETCH.busy_ns(recxs, bytes, bytes as f64),
+        Op::Other => FETCH.busy_ns(0, 0, 0.0),
+    }
+}
+
 /// When an object RPC sent now may complete; `None` = at once (the model is off, and then no
 /// clock is read). `copies` multiplies an update's bytes (replicas); fetches move them once.
 pub fn ready_at(op: Op, recxs: u64, bytes: u64, copies: f64) -> Option<Instant> {
@@ -194,12 +204,7 @@ pub fn ready_at(op: Op, recxs: u64, bytes: u64, copies: f64) -> Option<Instant> 
     let now = Instant::now();
     let mut t = now;
     if !cost.is_zero() {
-        let (recxs, bytes, moved) = match op {
-            Op::Update => (recxs, bytes, bytes as f64 * copies.max(1.0)),
-            Op::Fetch => (recxs, bytes, bytes as f64),
-            Op::Other => (0, 0, 0.0),
-        };
-        let busy = Duration::from_nanos(cost.busy_ns(recxs, bytes, moved));
+        let busy = Duration::from_nanos(busy_ns(op, recxs, bytes, copies));
         let mut link = LINK_FREE.lock();
         let start = match *link {
             Some(f) if f > now => f,
@@ -234,17 +239,15 @@ mod tests {
         let b = ready_at(Op::Update, 1, 0, 1.0).unwrap();
         assert!(b.duration_since(a) >= Duration::from_micros(60));
         assert!(a.duration_since(t0) >= Duration::from_micros(60));
-        // Replicas multiply an update's bytes, not a fetch's.
-        let before = Instant::now();
+        // Replicas multiply an update's bytes, not a fetch's; punch and query pay the RPC only.
         set_op_cost(Op::Update, 0.0, 0.0, 1.0, 0.0);
+        set_op_cost(Op::Fetch, 5.0, 0.0, 1.0, 0.0);
+        assert_eq!(busy_ns(Op::Update, 1, 1_000_000, 3.0), 3_000_000);
+        assert_eq!(busy_ns(Op::Update, 1, 1_000_000, 1.5), 1_500_000);
+        assert_eq!(busy_ns(Op::Update, 1, 1_000_000, 0.0), 1_000_000); // at least one copy
+        assert_eq!(busy_ns(Op::Fetch, 1, 1_000_000, 3.0), 5_000 + 1_000_000);
+        assert_eq!(busy_ns(Op::Other, 7, 1_000_000, 3.0), 5_000);
         set_op_cost(Op::Fetch, 0.0, 0.0, 1.0, 0.0);
-        *LINK_FREE.lock() = None;
-        let w = ready_at(Op::Update, 1, 1_000_000, 3.0).unwrap();
-        assert!(w.duration_since(before) >= Duration::from_millis(3));
-        *LINK_FREE.lock() = None;
-        let before = Instant::now();
-        let r = ready_at(Op::Fetch, 1, 1_000_000, 3.0).unwrap();
-        assert!(r.duration_since(before) < Duration::from_millis(3));
         assert!(describe().starts_with("update 0/0/1/0 fetch 0/0/1/0"));
         set_op_cost(Op::Update, 0.0, 0.0, 0.0, 0.0);
         set_op_cost(Op::Fetch, 0.0, 0.0, 0.0, 0.0);

@@ -398,10 +398,7 @@ fn recx_cost_and_per_operation_costs() {
     assert_eq!(put(oh, b"d", b"e", 0, &big[..32 * 1024]), 0);
     assert!(t.elapsed() >= ms(30), "bulk: {:?}", t.elapsed());
     assert_eq!(control("cost update 0 0 0 0"), 0);
-    // All off: no clock.
-    let t = Instant::now();
-    assert_eq!(put(oh, b"d", b"b", 0, b"y"), 0);
-    assert!(t.elapsed() < ms(30));
+    // (That every figure at 0 reads no clock is checked in cost.rs's unit test.)
 }
 
 #[test]

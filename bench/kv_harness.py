@@ -169,7 +169,8 @@ def merge_passes(rows: list[Row]) -> list[Row]:
     passes, the second in reverse order, because whatever runs first after a container's
     destroy shares the engine with DAOS's background reclaim of that container's space (the
     first contender after the warm-up wrote new keys at 0.4-0.6x of the same RPCs a minute
-    later), and noise on a shared machine only ever slows a rep down."""
+    later), and noise on a shared machine only ever slows a rep down. Only the GB/s is the
+    fastest rep's: the CPU, run-queue and latency columns pool every rep of both passes."""
     merged: dict[tuple[str, str, str], Row] = {}
     for r in rows:
         k = (r.contender, r.workload, r.op)

@@ -92,12 +92,7 @@ class Bench:
             handles = h.make_handles(c.agent, "WRITE", reqs)
             try:
                 before = c.rpc_counts()
-                q0, c0 = runq_now(), cpu_now()
-                dt, lat = h.drive(c.agent, "WRITE", reqs, handles)
-                row.cpu.append(cpu_now() - c0)
-                row.runq.append(runq_since(q0))
-                row.times.append(dt)
-                row.lat += lat
+                self.timed_drive(row, c, "WRITE", reqs, handles)
                 if before is not None:
                     after = c.rpc_counts()
                     row.rpcs.append(after["update"] - before["update"])
@@ -109,18 +104,22 @@ class Bench:
         )
         return row, devs
 
+    def timed_drive(self, row: Row, c: NixlContender, op: str, reqs: list, handles: list | None) -> None:
+        """One timed repetition: its seconds, CPU, run-queue wait and latencies go into `row`."""
+        q0, c0 = runq_now(), cpu_now()
+        dt, lat = self.harness.drive(c.agent, op, reqs, handles)
+        row.cpu.append(cpu_now() - c0)
+        row.runq.append(runq_since(q0))
+        row.times.append(dt)
+        row.lat += lat
+
     def time_xfer(self, c: NixlContender, w: Workload, op: str, reqs: list, handles: list | None) -> Row:
         row = Row(c.name, w.name, op, w.nbytes, w.descs)
         while not self.reps_done(row.times):
             if op == "read":
                 self.bufs.poison(w)
             before = c.rpc_counts()
-            q0, c0 = runq_now(), cpu_now()
-            dt, lat = self.harness.drive(c.agent, "READ" if op == "read" else "WRITE", reqs, handles)
-            row.cpu.append(cpu_now() - c0)
-            row.runq.append(runq_since(q0))
-            row.times.append(dt)
-            row.lat += lat
+            self.timed_drive(row, c, "READ" if op == "read" else "WRITE", reqs, handles)
             if before is not None:
                 after = c.rpc_counts()
                 rpc, moved = ("update", "bytes_written") if op == "overwrite" else ("fetch", "bytes_read")

@@ -17,6 +17,7 @@ const DAOS_FUNCTIONS: &[&str] = &[
     "daos_fini",
     "daos_pool_connect2",
     "daos_pool_disconnect",
+    "daos_pool_query",
     "daos_cont_open2",
     "daos_cont_close",
     "daos_cont_create_with_label",

@@ -126,6 +126,22 @@ impl Attempt {
         }
     }
 
+    /// A launched fold came back from DAOS to be sent again later (a write refused for space,
+    /// while eviction makes room): it no longer counts as inside DAOS, and stays remaining.
+    pub fn requeue(&self) {
+        let mut s = self.lock();
+        s.in_daos -= 1;
+        if s.in_daos == 0 {
+            self.drained.notify_all();
+        }
+    }
+
+    /// Whether a fold may still be sent (same rule as `begin_launch`, without launching).
+    pub fn wants_more(&self) -> bool {
+        let s = self.lock();
+        self.may_launch(&s)
+    }
+
     /// Completes a fold that was dropped before reaching DAOS (see `begin_launch`).
     pub fn skip(&self) {
         let result = {

@@ -16,6 +16,20 @@ pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
 /// Payload of one RPC under `fold=auto`, chosen from measurements on a real DAOS engine
 /// (README, "Folding"; bench/fold_policy.py).
 pub const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
+/// Share of the pool eviction keeps free, in percent (README, "When the pool fills up").
+pub const DEFAULT_EVICT_KEEP_FREE_PCT: u64 = 10;
+/// How long bytes the plugin punched count as free, in ms: DAOS gives them back when it
+/// aggregates (README, "When the pool fills up", for the measured delay).
+pub const DEFAULT_EVICT_RECLAIM_MS: u64 = 30_000;
+
+/// Eviction (`evict`, `evict_keep_free`, `evict_reclaim_ms`): see `crate::evict`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Eviction {
+    pub enabled: bool,
+    /// Share of the pool kept free, 0-1.
+    pub keep_free: f64,
+    pub reclaim_ms: u64,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -32,6 +46,7 @@ pub struct Config {
     pub num_queues: usize,
     pub max_inflight: usize,
     pub timeout_ms: u64,
+    pub evict: Eviction,
 }
 
 /// Where the defaults read the environment (the process's, or a test's).
@@ -98,6 +113,21 @@ pub const PARAMS: &[Param] = &[
         name: "timeout_ms",
         default: |_| DEFAULT_TIMEOUT_MS.to_string(),
         description: "deadline of one request or query, in milliseconds",
+    },
+    Param {
+        name: "evict",
+        default: |_| "true".into(),
+        description: "evict the oldest-written keys of this plugin's object when the pool runs short of space (true/false)",
+    },
+    Param {
+        name: "evict_keep_free",
+        default: |_| DEFAULT_EVICT_KEEP_FREE_PCT.to_string(),
+        description: "percent of the pool eviction keeps free (0-90; 0 evicts only after a write was refused for space)",
+    },
+    Param {
+        name: "evict_reclaim_ms",
+        default: |_| DEFAULT_EVICT_RECLAIM_MS.to_string(),
+        description: "how long evicted bytes count as free before DAOS has reclaimed them, in milliseconds",
     },
 ];
 
@@ -256,6 +286,11 @@ impl Config {
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
             max_inflight: parse_int("max_inflight", &get("max_inflight"), 1, 1 << 20)? as usize,
             timeout_ms: parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?,
+            evict: Eviction {
+                enabled: parse_bool("evict", &get("evict"))?,
+                keep_free: parse_int("evict_keep_free", &get("evict_keep_free"), 0, 90)? as f64 / 100.0,
+                reclaim_ms: parse_int("evict_reclaim_ms", &get("evict_reclaim_ms"), 0, 3_600_000)?,
+            },
         })
     }
 }
@@ -279,6 +314,17 @@ mod tests {
         assert!(!c.create_container && c.oclass.is_none());
         assert_eq!(c.fold, FoldPolicy::Sized { target: DEFAULT_RPC_TARGET_BYTES });
         assert_eq!(c.timeout_ms, 30_000);
+        assert_eq!(c.evict, Eviction { enabled: true, keep_free: 0.10, reclaim_ms: DEFAULT_EVICT_RECLAIM_MS });
+        let off = Config::parse(
+            &p(&[("pool", "p"), ("container", "c"), ("evict", "false"), ("evict_keep_free", "25")]),
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(off.evict, Eviction { enabled: false, keep_free: 0.25, reclaim_ms: DEFAULT_EVICT_RECLAIM_MS });
+        for (k, v) in [("evict", "sometimes"), ("evict_keep_free", "91"), ("evict_reclaim_ms", "-1")] {
+            let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), (k, v)]), &no_env).unwrap_err().to_string();
+            assert!(e.contains(k) && e.contains(v), "{e}");
+        }
         let c = Config::parse(
             &p(&[
                 ("pool", "p"),

@@ -13,6 +13,7 @@ use crate::daos::io::IoKind;
 use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
+use crate::evict::{self, Evictor};
 use crate::key::ObjectKey;
 use crate::lanes::{Lanes, Op};
 use crate::planner::{self, Fold, Pair};
@@ -20,6 +21,10 @@ use crate::planner::{self, Fold, Pair};
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
 /// Every engine on the same container uses it, so agents share their keys.
 pub const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73; // "nixldaos"
+
+/// `lo` of the eviction index (`crate::evict::index`), beside the keys' object: same `hi`
+/// (class and group count), so it follows the recorded id and needs no attribute of its own.
+pub const INDEX_LO: u64 = OBJECT_LO + 1;
 
 /// Container attribute recording the id of the object that holds the keys.
 pub const OBJECT_ID_ATTR: &str = "nixl_daos.object_id";
@@ -61,6 +66,22 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
             Ok(wanted)
         }
     }
+}
+
+/// Eviction's counters (`Engine::eviction`): writes recorded in the index and flushed to it,
+/// records dropped while the index could not be written, segments claimed, keys and bytes
+/// evicted, keys kept because they were rewritten since, writes refused for space, passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictionStats {
+    pub recorded: u64,
+    pub flushed: u64,
+    pub dropped: u64,
+    pub segments: u64,
+    pub evicted_keys: u64,
+    pub evicted_bytes: u64,
+    pub kept_rewritten: u64,
+    pub refused_for_space: u64,
+    pub passes: u64,
 }
 
 /// Longest an engine's teardown waits for operations DAOS still holds.
@@ -147,14 +168,17 @@ impl Request {
 /// The DAOS handles of an engine; field order is close order.
 struct Handles {
     obj: Arc<Object>,
+    _index: Arc<Object>,
     oid: ObjectId,
     _cont: Container,
-    _pool: Pool,
+    _pool: Arc<Pool>,
     _init: InitGuard,
 }
 
 pub struct Engine {
     pub cfg: Config,
+    /// Stopped before the lanes (it reads their records) and the handles close.
+    evictor: Option<Evictor>,
     lanes: Lanes,
     /// Closed after the lanes stop; left open when operations were left inside DAOS, since
     /// closing the container or pool talks to the (presumably dead) server.
@@ -202,20 +226,28 @@ impl Engine {
         };
         let oid = object_id(lib, &cont, oclass, cfg.oclass.as_deref())?;
         let obj = Arc::new(Object::open(lib, &cont, oid)?);
+        let index = Arc::new(Object::open(lib, &cont, ObjectId { lo: INDEX_LO, hi: oid.hi })?);
+        let pool = Arc::new(pool);
+        let evictor = if cfg.evict.enabled {
+            Some(Evictor::start(evict::Settings::from_config(&cfg.evict), pool.clone(), obj.clone(), index.clone())?)
+        } else {
+            None
+        };
         let lanes = Lanes::start(
             lib,
             obj.clone(),
             cfg.num_queues,
             cfg.max_inflight,
             TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)),
+            evictor.as_ref().map(|e| e.recorder.clone()),
         )?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
             queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
-            groups = oid.groups(), "DAOS backend ready"
+            groups = oid.groups(), evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
         );
-        let handles = Some(Handles { obj, oid, _cont: cont, _pool: pool, _init: init });
-        Ok(Engine { cfg, lanes, handles, lib, pid: std::process::id() })
+        let handles = Some(Handles { obj, _index: index, oid, _cont: cont, _pool: pool, _init: init });
+        Ok(Engine { cfg, evictor, lanes, handles, lib, pid: std::process::id() })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -292,8 +324,14 @@ impl Engine {
             XferOp::Read => IoKind::Fetch,
             XferOp::Write => IoKind::Update,
         };
+        // One id for the whole posting: every fold of a key stores it beside the data, and
+        // eviction punches the key only while it still holds it.
+        let gen = match (kind, &self.evictor) {
+            (IoKind::Update, Some(e)) => Some(e.recorder.write_id()),
+            _ => None,
+        };
         for f in &st.folds {
-            self.lanes.submit(Op::new(kind, &f.key, &f.extents, Some(attempt.clone())));
+            self.lanes.submit(Op::new(kind, &f.key, &f.extents, gen, Some(attempt.clone())));
         }
         Ok(Status::InProgress)
     }
@@ -362,6 +400,23 @@ impl Engine {
         }
     }
 
+    /// What eviction did so far; None with eviction off.
+    pub fn eviction(&self) -> Option<EvictionStats> {
+        let c = &self.evictor.as_ref()?.recorder.counters;
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        Some(EvictionStats {
+            recorded: n(&c.recorded),
+            flushed: n(&c.flushed),
+            dropped: n(&c.dropped),
+            segments: n(&c.segments_claimed),
+            evicted_keys: n(&c.evicted_keys),
+            evicted_bytes: n(&c.evicted_bytes),
+            kept_rewritten: n(&c.kept_rewritten),
+            refused_for_space: n(&c.nospace),
+            passes: n(&c.passes),
+        })
+    }
+
     /// Id of the object holding the keys (the one recorded in the container).
     pub fn object_id(&self) -> ObjectId {
         self.handles.as_ref().expect("handles live as long as the engine").oid
@@ -370,6 +425,9 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        if let Some(mut e) = self.evictor.take() {
+            e.stop(TEARDOWN_GRACE.min(Duration::from_millis(self.cfg.timeout_ms)));
+        }
         if self.lanes.shutdown() > 0 {
             std::mem::forget(self.handles.take());
             tracing::warn!(pool = %self.cfg.pool, container = %self.cfg.container, "DAOS backend closed without closing its DAOS handles");

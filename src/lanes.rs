@@ -25,8 +25,9 @@ use parking_lot::{Condvar, Mutex};
 use crate::attempt::Attempt;
 use crate::daos::io::{Extent, IoDesc, IoKind};
 use crate::daos::query::Abandoned;
-use crate::daos::{daos_event_t, EventQueue, Library, Object};
+use crate::daos::{daos_event_t, rc_is_nospace, EventQueue, Library, Object};
 use crate::error::Error;
+use crate::evict::Recorder;
 use crate::key::ObjectKey;
 
 /// How long one `daos_eq_poll` may wait; bounds how late a lane notices shutdown, and how late
@@ -42,6 +43,9 @@ const ORPHAN_MISSES: usize = 8;
 const PARK_REAPING: Duration = Duration::from_millis(10);
 /// Longest a parked lane sleeps (it then reaps orphans and re-checks its work).
 const PARK: Duration = Duration::from_millis(100);
+/// First and longest wait before a write refused for space is sent again (eviction on).
+const NOSPACE_RETRY_FIRST: Duration = Duration::from_millis(50);
+const NOSPACE_RETRY_MAX: Duration = Duration::from_millis(1000);
 
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
@@ -51,11 +55,25 @@ pub struct Op {
     io: IoDesc,
     /// The transfer it belongs to.
     attempt: Option<Arc<Attempt>>,
+    /// Wait before the next send of a write refused for space (doubles each time).
+    backoff: Duration,
 }
 
 impl Op {
-    pub fn new(kind: IoKind, key: &ObjectKey, extents: &[Extent], attempt: Option<Arc<Attempt>>) -> Box<Op> {
-        Box::new(Op { ev: daos_event_t::default(), io: IoDesc::new(kind, key.clone(), extents), attempt })
+    /// `gen`: the write id an update stores beside the data (eviction on), see `IoDesc::new`.
+    pub fn new(
+        kind: IoKind,
+        key: &ObjectKey,
+        extents: &[Extent],
+        gen: Option<u64>,
+        attempt: Option<Arc<Attempt>>,
+    ) -> Box<Op> {
+        Box::new(Op {
+            ev: daos_event_t::default(),
+            io: IoDesc::new(kind, key.clone(), extents, gen),
+            attempt,
+            backoff: NOSPACE_RETRY_FIRST,
+        })
     }
 
     fn daos_error(&self, lib: &Library, rc: i32) -> Error {
@@ -190,9 +208,35 @@ struct Shared {
     /// moment and would silently replace the new bytes, which the caller saw succeed.
     writes: Mutex<HashMap<ObjectKey, Vec<Instant>>>,
     orphans: Orphans,
+    /// Eviction's view of the writes (None with eviction off): completed writes and refusals
+    /// for space.
+    recorder: Option<Arc<Recorder>>,
+    /// Writes refused for space, to be sent again at the given time (eviction on), while their
+    /// request still wants them; otherwise dropped as a queued fold is.
+    retry: Mutex<Vec<(Instant, Box<Op>)>>,
 }
 
 impl Shared {
+    /// Moves the refused writes whose wait is over to the waiting queue.
+    fn requeue_due(&self) {
+        let now = Instant::now();
+        let due: Vec<Box<Op>> = {
+            let Some(mut r) = self.retry.try_lock() else { return };
+            if r.is_empty() {
+                return;
+            }
+            let (due, keep): (Vec<_>, Vec<_>) = r.drain(..).partition(|(at, _)| *at <= now);
+            *r = keep;
+            due.into_iter().map(|(_, op)| op).collect()
+        };
+        if due.is_empty() {
+            return;
+        }
+        let mut w = self.waiting.lock();
+        w.extend(due);
+        self.waiting_len.store(w.len(), Ordering::SeqCst);
+    }
+
     /// Takes an in-flight slot if one is free.
     fn reserve(&self) -> bool {
         if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
@@ -371,6 +415,24 @@ impl Lane {
         // SAFETY: reaped, so no longer running.
         unsafe { self.eq.fini_event(&mut op.ev) };
         self.release_slot(&op);
+        if let (Some(r), IoKind::Update) = (&self.shared.recorder, op.io.kind) {
+            match op.io.gen() {
+                Some(id) if rc == 0 => r.wrote(op.io.key(), id, op.io.bytes()),
+                _ if rc_is_nospace(rc) => {
+                    r.out_of_space();
+                    // Eviction is making room: send the write again after a while, as long as
+                    // its request wants it (it is not past its deadline, failed or released).
+                    if let Some(a) = op.attempt.clone().filter(|a| a.wants_more()) {
+                        a.requeue();
+                        let wait = op.backoff;
+                        op.backoff = (wait * 2).min(NOSPACE_RETRY_MAX);
+                        self.shared.retry.lock().push((Instant::now() + wait, op));
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
         let launched = op.attempt.is_some();
         op.finish(self.shared.lib, rc, launched);
     }
@@ -410,6 +472,7 @@ impl Lane {
             if self.reaps_orphans {
                 self.shared.orphans.reap(self.shared.lib);
             }
+            self.shared.requeue_due();
             if self.stop.load(Ordering::Acquire) {
                 let at = *stop_at.get_or_insert_with(|| Instant::now() + grace);
                 let inflight = self.inflight.load(Ordering::SeqCst);
@@ -461,6 +524,7 @@ impl Lanes {
         n: usize,
         max_inflight: usize,
         grace: Duration,
+        recorder: Option<Arc<Recorder>>,
     ) -> Result<Lanes, Error> {
         let shared = Arc::new(Shared {
             lib,
@@ -470,6 +534,8 @@ impl Lanes {
             waiting_len: AtomicUsize::new(0),
             writes: Mutex::new(HashMap::new()),
             orphans: Orphans::default(),
+            recorder,
+            retry: Mutex::new(Vec::new()),
         });
         // Built up in place: if a later lane fails to start, dropping `lanes` stops the earlier ones.
         let mut lanes =
@@ -534,7 +600,8 @@ impl Lanes {
             let _g = l.park_lock.lock();
             l.idle.notify_all();
         }
-        let drained: Vec<_> = self.shared.waiting.lock().drain(..).collect();
+        let mut drained: Vec<_> = self.shared.waiting.lock().drain(..).collect();
+        drained.extend(self.shared.retry.lock().drain(..).map(|(_, op)| op));
         self.shared.waiting_len.store(0, Ordering::SeqCst);
         for op in drained {
             op.fail(Error::ShuttingDown, false);

@@ -16,6 +16,7 @@ pub mod config;
 mod daos;
 pub mod engine;
 pub mod error;
+mod evict;
 mod ffi;
 mod host;
 pub mod key;

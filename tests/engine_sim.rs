@@ -481,3 +481,131 @@ fn unsorted_fold_past_the_end_fails() {
         }
     }
 }
+
+/// Sets daos-sim's pool capacity (and reclaim delay) for one test, and lifts it again however
+/// the test ends: the setting is process-wide.
+struct Capacity;
+
+impl Capacity {
+    fn set(bytes: u64, reclaim_ms: u64) -> Capacity {
+        // The pool is shared by every test's container: start from an empty one.
+        control("reset_data");
+        control(&format!("capacity {bytes}"));
+        control(&format!("reclaim_ms {reclaim_ms}"));
+        Capacity
+    }
+}
+
+impl Drop for Capacity {
+    fn drop(&mut self) {
+        control("capacity 0");
+        control("reclaim_ms 0");
+    }
+}
+
+/// Writes `n` new keys of `size` bytes into a pool of `cap` bytes (three times over) with the
+/// eviction defaults, then checks what a cache must: writes keep succeeding, recent keys read
+/// back right, evicted keys are misses (read fails, size query None), never wrong bytes.
+#[test]
+fn eviction_keeps_a_full_pool_writable_and_never_returns_wrong_bytes() {
+    let _x = exclusive();
+    const SIZE: usize = 1 << 20;
+    const CAP: u64 = 48 << 20;
+    let n = 3 * (CAP as usize / SIZE);
+    let _cap = Capacity::set(CAP, 100);
+    let e = engine("evict_fill", &[("evict_reclaim_ms", "300"), ("timeout_ms", "20000")]);
+    let mut ok = vec![false; n];
+    for (i, ok) in ok.iter_mut().enumerate() {
+        let buf = pattern(SIZE, i as u8);
+        let r = reg(&e, &format!("fill/{i}"));
+        let req = prep_write(&e, &[(&buf, 0, &r)]);
+        *ok = run(&e, &req, Duration::from_secs(30)).is_ok();
+    }
+    let last_third = &ok[2 * n / 3..];
+    let good = last_third.iter().filter(|&&b| b).count();
+    let stats = e.eviction().unwrap();
+    assert!(good * 100 >= last_third.len() * 95, "{good} of {} writes in the last third; {stats:?}", last_third.len());
+    assert!(stats.evicted_keys > 0 && stats.refused_for_space > 0, "{stats:?}");
+    let (mut present, mut missing) = (0, 0);
+    let keys: Vec<ObjectKey> =
+        (0..n).map(|i| ObjectKey::from_registration(format!("fill/{i}").as_bytes(), 0)).collect();
+    let sizes = e.query_sizes(&keys).unwrap();
+    for (i, size) in sizes.iter().enumerate() {
+        let r = reg(&e, &format!("fill/{i}"));
+        let mut buf = vec![0u8; SIZE];
+        let req = prep_read(&e, &mut [(&mut buf, 0, &r)]);
+        match run(&e, &req, Duration::from_secs(30)) {
+            Ok(()) => {
+                assert_eq!(buf, pattern(SIZE, i as u8), "key {i} read back wrong bytes");
+                assert_eq!(*size, Some(SIZE as u64), "key {i} read but its size query says {size:?}");
+                present += 1;
+            }
+            Err(err) => {
+                assert!(matches!(err, Error::NoSuchKey { .. }), "key {i}: {err}");
+                assert_eq!(*size, None, "key {i} is a miss but its size query says {size:?}");
+                missing += 1;
+            }
+        }
+    }
+    assert!(missing > 0 && present > 0, "present {present}, missing {missing}");
+    // The newest tenth was written last: eviction goes oldest first, so it is all there.
+    for (i, s) in sizes.iter().enumerate().skip(n - n / 10) {
+        assert_eq!(*s, Some(SIZE as u64), "recent key {i} was evicted; {stats:?}");
+    }
+    eprintln!(
+        "eviction fill: {n} writes, last third {good}/{}, present {present}, missing {missing}, {stats:?}",
+        last_third.len()
+    );
+}
+
+/// A key rewritten after its first write was recorded is kept when the old record is evicted:
+/// eviction punches a key only while it still holds the write its record names.
+#[test]
+fn eviction_keeps_a_key_rewritten_since() {
+    let _x = exclusive();
+    const SIZE: usize = 1 << 20;
+    let _cap = Capacity::set(24 << 20, 0);
+    let e = engine("evict_rewrite", &[("evict_reclaim_ms", "0")]);
+    let hot = reg(&e, "hot");
+    let first = pattern(SIZE, 1);
+    run(&e, &prep_write(&e, &[(&first, 0, &hot)]), Duration::from_secs(10)).unwrap();
+    // Let the first write's record reach the index (flushed every 200 ms) before the rewrite.
+    std::thread::sleep(Duration::from_millis(500));
+    let second = pattern(SIZE, 2);
+    run(&e, &prep_write(&e, &[(&second, 0, &hot)]), Duration::from_secs(10)).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..60 {
+        let buf = pattern(SIZE, 100 + i as u8);
+        let r = reg(&e, &format!("cold/{i}"));
+        run(&e, &prep_write(&e, &[(&buf, 0, &r)]), Duration::from_secs(20)).unwrap();
+    }
+    let stats = e.eviction().unwrap();
+    assert!(stats.kept_rewritten >= 1, "the old record of the rewritten key was not seen: {stats:?}");
+    let mut buf = vec![0u8; SIZE];
+    match run(&e, &prep_read(&e, &mut [(&mut buf, 0, &hot)]), Duration::from_secs(10)) {
+        // The rewrite's own (newer) record may have been evicted by now too: then it is a miss.
+        Ok(()) => assert_eq!(buf, second, "the rewritten key holds the wrong bytes"),
+        Err(err) => assert!(matches!(err, Error::NoSuchKey { .. }), "{err}"),
+    }
+}
+
+/// With `evict=false` nothing is recorded or evicted, and a full pool refuses writes with a
+/// clean error (the behaviour before eviction existed).
+#[test]
+fn eviction_off_leaves_a_full_pool_full() {
+    let _x = exclusive();
+    const SIZE: usize = 1 << 20;
+    let _cap = Capacity::set(8 << 20, 0);
+    let e = engine("evict_off", &[("evict", "false")]);
+    assert!(e.eviction().is_none());
+    let mut failed = 0;
+    for i in 0..16 {
+        let buf = pattern(SIZE, i as u8);
+        let r = reg(&e, &format!("off/{i}"));
+        if let Err(err) = run(&e, &prep_write(&e, &[(&buf, 0, &r)]), Duration::from_secs(10)) {
+            assert!(err.to_string().contains("DER_NOSPACE"), "{err}");
+            failed += 1;
+        }
+    }
+    assert!(failed >= 8, "{failed} of 16 writes into an 8 MiB pool failed");
+}

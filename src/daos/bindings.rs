@@ -165,9 +165,39 @@ pub struct daos_event__bindgen_ty_1 {
 pub type daos_event_t = daos_event;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone)]
-pub struct daos_pool_info_t {
-    pub pi_private: [u64; 24usize],
+pub struct daos_space {
+    pub s_total: [u64; 2usize],
+    pub s_free: [u64; 2usize],
 }
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct daos_pool_space {
+    pub ps_space: daos_space,
+    pub ps_free_min: [u64; 2usize],
+    pub ps_free_max: [u64; 2usize],
+    pub ps_free_mean: [u64; 2usize],
+    pub ps_ntargets: u32,
+    pub ps_padding: u32,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct daos_pool_info_t {
+    pub pi_uuid: [::std::os::raw::c_uchar; 16usize],
+    pub pi_ntargets: u32,
+    pub pi_nnodes: u32,
+    pub pi_ndisabled: u32,
+    pub pi_map_ver: u32,
+    pub pi_leader: u32,
+    pub pi_bits: u64,
+    pub pi_space: daos_pool_space,
+    pub pi_rebuild_st: [u64; 7usize],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct d_rank_list {
+    _unused: [u8; 0],
+}
+pub type d_rank_list_t = d_rank_list;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone)]
 pub struct daos_cont_info_t {
@@ -216,6 +246,13 @@ pub struct DaosApi {
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
     pub daos_pool_disconnect: unsafe extern "C" fn(poh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
+    pub daos_pool_query: unsafe extern "C" fn(
+        poh: daos_handle_t,
+        ranks: *mut *mut d_rank_list_t,
+        info: *mut daos_pool_info_t,
+        pool_prop: *mut daos_prop_t,
+        ev: *mut daos_event_t,
+    ) -> ::std::os::raw::c_int,
     pub daos_cont_open2: unsafe extern "C" fn(
         poh: daos_handle_t,
         cont: *const ::std::os::raw::c_char,
@@ -340,6 +377,7 @@ impl DaosApi {
         let daos_fini = __library.get(b"daos_fini\0").map(|sym| *sym)?;
         let daos_pool_connect2 = __library.get(b"daos_pool_connect2\0").map(|sym| *sym)?;
         let daos_pool_disconnect = __library.get(b"daos_pool_disconnect\0").map(|sym| *sym)?;
+        let daos_pool_query = __library.get(b"daos_pool_query\0").map(|sym| *sym)?;
         let daos_cont_open2 = __library.get(b"daos_cont_open2\0").map(|sym| *sym)?;
         let daos_cont_close = __library.get(b"daos_cont_close\0").map(|sym| *sym)?;
         let daos_cont_create_with_label = __library.get(b"daos_cont_create_with_label\0").map(|sym| *sym)?;
@@ -366,6 +404,7 @@ impl DaosApi {
             daos_fini,
             daos_pool_connect2,
             daos_pool_disconnect,
+            daos_pool_query,
             daos_cont_open2,
             daos_cont_close,
             daos_cont_create_with_label,
@@ -409,6 +448,16 @@ impl DaosApi {
     }
     pub unsafe fn daos_pool_disconnect(&self, poh: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
         (self.daos_pool_disconnect)(poh, ev)
+    }
+    pub unsafe fn daos_pool_query(
+        &self,
+        poh: daos_handle_t,
+        ranks: *mut *mut d_rank_list_t,
+        info: *mut daos_pool_info_t,
+        pool_prop: *mut daos_prop_t,
+        ev: *mut daos_event_t,
+    ) -> ::std::os::raw::c_int {
+        (self.daos_pool_query)(poh, ranks, info, pool_prop, ev)
     }
     pub unsafe fn daos_cont_open2(
         &self,

@@ -12,6 +12,12 @@ use crate::key::ObjectKey;
 /// The akey under which a key's bytes live (a byte array: one record per byte).
 pub const DATA_AKEY: &[u8] = b"data";
 
+/// Single-value akey beside the data: the id of the write that stored the key last (8 bytes,
+/// little endian), written in the same RPC as the data when eviction is on. Eviction punches a
+/// key only while it still holds the id its index record names, so a key rewritten since is
+/// kept (see `crate::evict`). Readers that do not know it (earlier versions) ignore it.
+pub const GEN_AKEY: &[u8] = b"gen";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoKind {
     /// Write the ranges (`daos_obj_update`).
@@ -35,10 +41,14 @@ pub struct IoDesc {
     dkey: ObjectKey,
     dkey_iov: d_iov_t,
     akey_iov: d_iov_t,
-    iod: daos_iod_t,
+    /// The data iod, and the write id's (updates with a `gen` only).
+    iods: [daos_iod_t; 2],
     recxs: Vec<daos_recx_t>,
     iovs: Vec<d_iov_t>,
-    sgl: d_sg_list_t,
+    sgls: [d_sg_list_t; 2],
+    gen: Option<[u8; 8]>,
+    gen_akey_iov: d_iov_t,
+    gen_iov: d_iov_t,
     query: daos_recx_t,
     want: u64,
 }
@@ -48,7 +58,9 @@ pub struct IoDesc {
 unsafe impl Send for IoDesc {}
 
 impl IoDesc {
-    pub fn new(kind: IoKind, dkey: ObjectKey, extents: &[Extent]) -> IoDesc {
+    /// `gen`: the write id an update stores beside the data (`GEN_AKEY`); None for fetches,
+    /// queries and updates with eviction off.
+    pub fn new(kind: IoKind, dkey: ObjectKey, extents: &[Extent], gen: Option<u64>) -> IoDesc {
         let recxs = extents.iter().map(|e| daos_recx_t { rx_idx: e.offset, rx_nr: e.len }).collect();
         let iovs = extents.iter().map(|e| iov(e.addr as *mut u8, e.len as usize)).collect();
         IoDesc {
@@ -56,10 +68,13 @@ impl IoDesc {
             dkey,
             dkey_iov: iov(std::ptr::null_mut(), 0),
             akey_iov: iov(std::ptr::null_mut(), 0),
-            iod: daos_iod_t::default(),
+            iods: [daos_iod_t::default(); 2],
             recxs,
             iovs,
-            sgl: d_sg_list_t::default(),
+            sgls: [d_sg_list_t::default(); 2],
+            gen: gen.filter(|_| kind == IoKind::Update).map(u64::to_le_bytes),
+            gen_akey_iov: iov(std::ptr::null_mut(), 0),
+            gen_iov: iov(std::ptr::null_mut(), 0),
             query: daos_recx_t::default(),
             want: extents.iter().map(|e| e.len).sum(),
         }
@@ -70,6 +85,11 @@ impl IoDesc {
         &self.dkey
     }
 
+    /// The write id an update stores beside the data, if any.
+    pub fn gen(&self) -> Option<u64> {
+        self.gen.map(u64::from_le_bytes)
+    }
+
     /// Bytes this I/O moves.
     pub fn bytes(&self) -> u64 {
         self.want
@@ -78,10 +98,10 @@ impl IoDesc {
     /// After a fetch: bytes DAOS returned, None when the key (or every range) is absent.
     /// Tail holes are trimmed by DAOS, so a short read shows as fewer bytes than asked.
     pub fn fetched(&self) -> Option<u64> {
-        if self.iod.iod_size == 0 {
+        if self.iods[0].iod_size == 0 {
             return None;
         }
-        let n = (self.sgl.sg_nr_out as usize).min(self.iovs.len());
+        let n = (self.sgls[0].sg_nr_out as usize).min(self.iovs.len());
         Some(self.iovs[..n].iter().map(|v| v.iov_len as u64).sum())
     }
 
@@ -96,7 +116,7 @@ impl IoDesc {
         let dkey = self.dkey.as_bytes();
         self.dkey_iov = iov(dkey.as_ptr().cast_mut(), dkey.len());
         self.akey_iov = iov(DATA_AKEY.as_ptr().cast_mut(), DATA_AKEY.len());
-        self.iod = daos_iod_t {
+        self.iods[0] = daos_iod_t {
             iod_name: self.akey_iov,
             iod_type: sys::DAOS_IOD_ARRAY as _,
             iod_size: 1,
@@ -104,7 +124,20 @@ impl IoDesc {
             iod_nr: self.recxs.len() as u32,
             iod_recxs: self.recxs.as_mut_ptr(),
         };
-        self.sgl = d_sg_list_t { sg_nr: self.iovs.len() as u32, sg_nr_out: 0, sg_iovs: self.iovs.as_mut_ptr() };
+        self.sgls[0] = d_sg_list_t { sg_nr: self.iovs.len() as u32, sg_nr_out: 0, sg_iovs: self.iovs.as_mut_ptr() };
+        if let Some(g) = self.gen.as_mut() {
+            self.gen_akey_iov = iov(GEN_AKEY.as_ptr().cast_mut(), GEN_AKEY.len());
+            self.gen_iov = iov(g.as_mut_ptr(), g.len());
+            self.iods[1] = daos_iod_t {
+                iod_name: self.gen_akey_iov,
+                iod_type: sys::DAOS_IOD_SINGLE as _,
+                iod_size: g.len() as u64,
+                iod_flags: 0,
+                iod_nr: 1,
+                iod_recxs: std::ptr::null_mut(),
+            };
+            self.sgls[1] = d_sg_list_t { sg_nr: 1, sg_nr_out: 0, sg_iovs: &mut self.gen_iov };
+        }
     }
 }
 
@@ -125,20 +158,21 @@ impl Object {
         let lib: &Library = self.lib;
         let th = sys::daos_handle_t::default();
         // SAFETY: field addresses of a valid `io`; no reference is created.
-        let (dkey, iod, sgl, akey, query, kind) = unsafe {
+        let (dkey, iod, sgl, akey, query, kind, nr) = unsafe {
             (
                 addr_of_mut!((*io).dkey_iov),
-                addr_of_mut!((*io).iod),
-                addr_of_mut!((*io).sgl),
+                addr_of_mut!((*io).iods).cast::<daos_iod_t>(),
+                addr_of_mut!((*io).sgls).cast::<d_sg_list_t>(),
                 addr_of_mut!((*io).akey_iov),
                 addr_of_mut!((*io).query),
                 (*io).kind,
+                1 + u32::from((*io).gen.is_some()),
             )
         };
         match kind {
             // SAFETY: every pointer handed to DAOS stays valid and unmoved until `ev`
             // is reaped (this function's contract), which is what the asynchronous call needs.
-            IoKind::Update => unsafe { lib.api.daos_obj_update(self.oh, th, 0, dkey, 1, iod, sgl, ev) },
+            IoKind::Update => unsafe { lib.api.daos_obj_update(self.oh, th, 0, dkey, nr, iod, sgl, ev) },
             // SAFETY: as above.
             IoKind::Fetch => unsafe {
                 lib.api.daos_obj_fetch(self.oh, th, 0, dkey, 1, iod, sgl, std::ptr::null_mut(), ev)

@@ -12,6 +12,7 @@
 //! launch and reap.
 
 pub mod io;
+pub mod kv;
 pub mod log_route;
 pub mod query;
 pub mod sys;
@@ -33,6 +34,11 @@ pub fn rc_is_nonexistent(rc: i32) -> bool {
     rc == -sys::DER_NONEXIST
 }
 
+/// Whether a DAOS return code says the pool is out of space (`DER_NOSPACE`).
+pub fn rc_is_nospace(rc: i32) -> bool {
+    rc == -sys::DER_NOSPACE
+}
+
 impl Error {
     /// A DAOS error saying the pool, container, attribute or key does not exist.
     pub fn is_nonexistent(&self) -> bool {
@@ -42,6 +48,11 @@ impl Error {
     /// A DAOS error saying the thing to create exists already (`DER_EXIST`).
     pub fn is_existing(&self) -> bool {
         self.der() == Some(-sys::DER_EXIST)
+    }
+
+    /// A DAOS error saying the pool is full (`DER_NOSPACE`).
+    pub fn is_nospace(&self) -> bool {
+        self.der().is_some_and(rc_is_nospace)
     }
 }
 
@@ -172,7 +183,7 @@ impl Bound {
 /// read or write (names, out handles); `launch` starts the call on the event with it. Past the
 /// deadline the event and `state` are leaked on purpose, since DAOS may complete the call later
 /// and write into them. Returns `state` with the call's outputs once it succeeded.
-fn bounded<S>(
+pub(crate) fn bounded<S>(
     lib: &'static Library,
     what: &'static str,
     bound: Bound,

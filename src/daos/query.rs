@@ -102,7 +102,7 @@ fn drive(
     while next < keys.len() || !inflight.is_empty() {
         while next < keys.len() && inflight.len() < window.max(1) {
             let query =
-                SizeQuery { ev: daos_event_t::default(), io: IoDesc::new(IoKind::Size, keys[next].clone(), &[]) };
+                SizeQuery { ev: daos_event_t::default(), io: IoDesc::new(IoKind::Size, keys[next].clone(), &[], None) };
             let raw = Box::into_raw(Box::new(query));
             // SAFETY: raw is a live boxed query; from launch until reaped it belongs to DAOS.
             let rc = unsafe {

@@ -14,6 +14,14 @@ pub const DAOS_PC_RW: u32 = 1 << 1;
 pub const DAOS_COO_RW: u32 = 1 << 1;
 pub const DAOS_OO_RW: u32 = 1 << 2;
 pub const DAOS_IOD_ARRAY: u32 = 2;
+pub const DAOS_IOD_SINGLE: u32 = 1;
+/// `iod_size` of a fetch that asks for the stored size.
+pub const DAOS_REC_ANY: u64 = 0;
+pub const DAOS_COND_DKEY_INSERT: u64 = 1 << 1;
+pub const DAOS_COND_AKEY_INSERT: u64 = 1 << 4;
+/// `pi_bits`: query pool space.
+pub const DPI_SPACE: u64 = 1 << 0;
+pub const DER_NOSPACE: i32 = 1007;
 pub const DAOS_GET_MAX: u64 = 1 << 0;
 pub const DAOS_GET_RECX: u64 = 1 << 4;
 pub const DAOS_OT_MULTI_HASHED: u32 = 0;

@@ -30,6 +30,10 @@ _Static_assert(offsetof(daos_event_t, ev_private) == 8, "daos_event_t.ev_private
 _Static_assert(sizeof(((daos_event_t *)0)->ev_private) == 160, "daos_event_t.ev_private size");
 _Static_assert(offsetof(daos_event_t, ev_debug) == 168, "daos_event_t.ev_debug");
 _Static_assert(sizeof(daos_pool_info_t) == 192, "daos_pool_info_t");
+_Static_assert(offsetof(daos_pool_info_t, pi_bits) == 40, "daos_pool_info_t.pi_bits");
+_Static_assert(offsetof(daos_pool_info_t, pi_space) == 48, "daos_pool_info_t.pi_space");
+_Static_assert(offsetof(daos_pool_info_t, pi_space.ps_space.s_free) == 64, "daos_pool_info_t.s_free");
+_Static_assert(offsetof(daos_pool_info_t, pi_space.ps_ntargets) == 128, "daos_pool_info_t.ps_ntargets");
 _Static_assert(sizeof(daos_cont_info_t) == 48, "daos_cont_info_t");
 _Static_assert(OC_SX == OBJ_CLASS_DEF(1, 0xFFFF), "OC_SX");
 _Static_assert(DAOS_OO_RW == 4, "DAOS_OO_RW");

@@ -97,10 +97,41 @@ typedef struct daos_event {
 	uint64_t ev_debug;
 } daos_event_t;
 
-/* Pool and container information: the plugin passes NULL, so only the sizes matter here. */
+/* Pool information, laid out as in DAOS 2.8's daos_pool.h (192 bytes). daos_pool_query fills
+ * pi_space when pi_bits has DPI_SPACE; the rebuild status is not modelled. */
+#define DAOS_MEDIA_SCM	0
+#define DAOS_MEDIA_NVME	1
+#define DAOS_MEDIA_MAX	2
+
+struct daos_space {
+	uint64_t s_total[DAOS_MEDIA_MAX];
+	uint64_t s_free[DAOS_MEDIA_MAX];
+};
+
+struct daos_pool_space {
+	struct daos_space ps_space;
+	uint64_t ps_free_min[DAOS_MEDIA_MAX];
+	uint64_t ps_free_max[DAOS_MEDIA_MAX];
+	uint64_t ps_free_mean[DAOS_MEDIA_MAX];
+	uint32_t ps_ntargets;
+	uint32_t ps_padding;
+};
+
+#define DPI_SPACE (1ULL << 0)
+
 typedef struct {
-	uint64_t pi_private[24];
+	unsigned char pi_uuid[16];
+	uint32_t pi_ntargets;
+	uint32_t pi_nnodes;
+	uint32_t pi_ndisabled;
+	uint32_t pi_map_ver;
+	uint32_t pi_leader;
+	uint64_t pi_bits;
+	struct daos_pool_space pi_space;
+	uint64_t pi_rebuild_st[7];
 } daos_pool_info_t;
+
+typedef struct d_rank_list d_rank_list_t;
 
 typedef struct {
 	uint64_t ci_private[6];
@@ -195,6 +226,9 @@ int daos_fini(void);
 int daos_pool_connect2(const char *pool, const char *sys, unsigned int flags, daos_handle_t *poh,
 		       daos_pool_info_t *info, daos_event_t *ev);
 int daos_pool_disconnect(daos_handle_t poh, daos_event_t *ev);
+/* ranks must be NULL here (the simulator has no ranks); pool_prop is ignored. */
+int daos_pool_query(daos_handle_t poh, d_rank_list_t **ranks, daos_pool_info_t *info, daos_prop_t *pool_prop,
+		    daos_event_t *ev);
 
 int daos_cont_open2(daos_handle_t poh, const char *cont, unsigned int flags, daos_handle_t *coh,
 		    daos_cont_info_t *info, daos_event_t *ev);

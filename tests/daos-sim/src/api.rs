@@ -192,6 +192,54 @@ pub unsafe extern "C" fn daos_pool_disconnect(poh: daos_handle_t, ev: *mut daos_
     }
 }
 
+/// Pool space (`DPI_SPACE`): the pool's capacity and free bytes on media 0 (SCM; NVMe reads 0),
+/// per target as the total over `SIM_TARGETS`. `ranks` must be NULL (no ranks here).
+///
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_pool_query(
+    poh: daos_handle_t,
+    ranks: *mut *mut d_rank_list_t,
+    info: *mut daos_pool_info_t,
+    _pool_prop: *mut daos_prop_t,
+    ev: *mut daos_event_t,
+) -> c_int {
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(p) = handles::pool(poh) else { return finish(ev, -DER_NO_HDL) };
+        if !ranks.is_null() {
+            return finish(ev, -DER_NOTSUPPORTED);
+        }
+        let out = Raw(info);
+        let work: Work = Box::new(move || {
+            let out = out;
+            let info = out.0;
+            if info.is_null() {
+                return 0;
+            }
+            let bits = (*info).pi_private[PI_BITS];
+            let (total, free) = p.pool.space.query();
+            std::ptr::write_bytes(info, 0, 1);
+            let w = &mut (*info).pi_private;
+            w[PI_NTARGETS] = sim::SIM_TARGETS as u64;
+            w[PI_BITS] = bits;
+            if bits & DPI_SPACE != 0 {
+                w[PI_S_TOTAL] = total;
+                w[PI_S_FREE] = free;
+                let per = |n: u64| n / sim::SIM_TARGETS as u64;
+                w[PI_FREE_MIN] = per(free);
+                w[PI_FREE_MAX] = per(free);
+                w[PI_FREE_MEAN] = per(free);
+                w[PI_PS_NTARGETS] = sim::SIM_TARGETS as u64;
+            }
+            0
+        });
+        submit(ev, Task::new(false, None, work))
+    }
+}
+
 /// # Safety
 /// C API contract.
 #[no_mangle]

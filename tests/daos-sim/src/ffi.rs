@@ -126,10 +126,29 @@ pub struct daos_event_t {
     pub ev_debug: u64,
 }
 
+/// `daos_pool_info_t` as 24 words; the fields daos-sim fills are at these word indices (the
+/// header's layout, pinned by c/layout.c): `pi_ntargets` is the low half of word 2 (little
+/// endian), `pi_bits` word 5, `s_total[SCM]` word 6, `s_free[SCM]` word 8, the per-target free
+/// min/max/mean (SCM) words 10, 12, 14, `ps_ntargets` the low half of word 16.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct daos_pool_info_t {
     pub pi_private: [u64; 24],
+}
+pub const PI_NTARGETS: usize = 2;
+pub const PI_BITS: usize = 5;
+pub const PI_S_TOTAL: usize = 6;
+pub const PI_S_FREE: usize = 8;
+pub const PI_FREE_MIN: usize = 10;
+pub const PI_FREE_MAX: usize = 12;
+pub const PI_FREE_MEAN: usize = 14;
+pub const PI_PS_NTARGETS: usize = 16;
+pub const DPI_SPACE: u64 = 1;
+
+/// Opaque (`d_rank_list_t`): daos-sim has no ranks.
+#[repr(C)]
+pub struct d_rank_list_t {
+    _private: [u8; 0],
 }
 
 #[repr(C)]

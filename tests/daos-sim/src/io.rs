@@ -391,15 +391,48 @@ pub unsafe fn exec_update(
                     _ => {}
                 }
             }
+            // Pool space: a full pool refuses the whole update and writes nothing. What the
+            // update may newly take is at most its bytes (an overwrite in place takes none).
+            let space = &o.coh.poh.pool.space;
+            let incoming: u64 = iods.iter().map(|iod| update_bytes(iod)).sum();
+            if !space.fits(incoming) {
+                let held = held_bytes(&g, iods);
+                if !space.fits(incoming.saturating_sub(held)) {
+                    return -DER_NOSPACE;
+                }
+            }
+            let before = held_bytes(&g, iods);
             let mut bytes = 0;
             for (i, iod) in iods.iter().enumerate() {
                 let sgl = if sgls.is_null() { std::ptr::null() } else { sgls.add(i) };
                 bytes += apply_update(&mut g, iod, sgl);
             }
+            space.account(before, held_bytes(&g, iods));
             STATS.bytes_written.fetch_add(bytes, Relaxed);
             return 0;
         }
     }
+}
+
+/// Bytes an update of `iod` writes (0 for a punch by `iod_size == 0`).
+///
+/// # Safety
+/// `iod` passed `check_io`.
+unsafe fn update_bytes(iod: &daos_iod_t) -> u64 {
+    if iod.iod_type == DAOS_IOD_SINGLE {
+        return iod.iod_size;
+    }
+    // SAFETY: the iod was validated (`check_io`), so its recxs are readable.
+    unsafe { recxs(iod) }.iter().map(|r| r.rx_nr.saturating_mul(iod.iod_size)).sum()
+}
+
+/// Storage bytes held by the akeys `iods` name (what pool space counts for them).
+///
+/// # Safety
+/// The iods passed `check_io`.
+unsafe fn held_bytes(g: &DkeyData, iods: &[daos_iod_t]) -> u64 {
+    // SAFETY: validated iods, so their akey buffers are readable.
+    iods.iter().filter_map(|iod| g.akeys.get(unsafe { akey(iod) })).map(AkeyVal::bytes_held).sum()
 }
 
 unsafe fn apply_update(g: &mut DkeyData, iod: &daos_iod_t, sgl: *const d_sg_list_t) -> u64 {
@@ -643,7 +676,8 @@ pub unsafe fn exec_punch(
             }
             PunchWhat::Dkey => {
                 let Ok(dk) = key(dkey, o.dkey_u64()) else { return -DER_INVAL };
-                let had = o.data_if_any().is_some_and(|d| d.remove_dkey(dk));
+                let (had, held) = o.data_if_any().map_or((false, 0), |d| d.remove_dkey(dk));
+                o.coh.poh.pool.space.punched(held);
                 if cond && !had {
                     return -DER_NONEXIST;
                 }

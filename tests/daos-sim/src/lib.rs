@@ -14,6 +14,7 @@ mod handles;
 mod hash;
 mod io;
 pub mod sim;
+pub mod space;
 mod store;
 
 pub use api::*;

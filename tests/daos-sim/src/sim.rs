@@ -52,7 +52,13 @@ pub fn global() -> &'static Global {
                 }
             }
         }
-        tracing::info!(pools = %spec, rf, cost = %cost::describe(), "daos-sim initialised");
+        if let Some(b) = env_f64("DAOS_SIM_POOL_BYTES") {
+            crate::space::set_capacity(b as u64);
+        }
+        if let Some(ms) = env_f64("DAOS_SIM_RECLAIM_MS") {
+            crate::space::set_reclaim_ms(ms as u64);
+        }
+        tracing::info!(pools = %spec, rf, cost = %cost::describe(), space = %crate::space::describe(), "daos-sim initialised");
         Global { store }
     })
 }
@@ -256,6 +262,8 @@ pub fn control(cmd: &str) -> c_int {
                 _ => false,
             }
         }
+        ["capacity", b] => b.parse::<u64>().map(crate::space::set_capacity).is_ok(),
+        ["reclaim_ms", ms] => ms.parse::<u64>().map(crate::space::set_reclaim_ms).is_ok(),
         ["copy", "on"] => {
             crate::copy::set_copying(true);
             true

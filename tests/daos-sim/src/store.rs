@@ -254,6 +254,16 @@ pub enum AkeyVal {
     Array(ArrayVal),
 }
 
+impl AkeyVal {
+    /// Bytes of storage this value takes (what pool space counts).
+    pub fn bytes_held(&self) -> u64 {
+        match self {
+            AkeyVal::Single(s) => s.capacity() as u64,
+            AkeyVal::Array(a) => a.bytes_held(),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct DkeyData {
     /// Set when the dkey was punched while someone held its `Arc`: writers then look it up again.
@@ -280,18 +290,19 @@ impl ObjData {
         self.dkeys.write().entry(key.into()).or_default().clone()
     }
 
-    /// Removes a dkey (punch). Returns whether it held any akey.
-    pub fn remove_dkey(&self, key: &[u8]) -> bool {
+    /// Removes a dkey (punch). Returns whether it held any akey, and the bytes it held.
+    pub fn remove_dkey(&self, key: &[u8]) -> (bool, u64) {
         let d = self.dkeys.write().remove(key);
         match d {
             Some(d) => {
                 let mut g = d.write();
                 g.dead = true;
                 let had = !g.akeys.is_empty();
+                let held = g.akeys.values().map(AkeyVal::bytes_held).sum();
                 g.akeys.clear();
-                had
+                (had, held)
             }
-            None => false,
+            None => (false, 0),
         }
     }
 
@@ -356,10 +367,7 @@ impl ContData {
             let dks: Vec<DkeyRef> = o.dkeys.read().values().cloned().collect();
             for d in dks {
                 for v in d.read().akeys.values() {
-                    n += match v {
-                        AkeyVal::Single(s) => s.capacity() as u64,
-                        AkeyVal::Array(a) => a.bytes_held(),
-                    };
+                    n += v.bytes_held();
                 }
             }
         }
@@ -371,6 +379,8 @@ pub struct PoolData {
     pub label: String,
     pub uuid: [u8; 16],
     pub conts: Mutex<Vec<Arc<ContData>>>,
+    /// Capacity and bytes held (see `space`).
+    pub space: crate::space::Space,
 }
 
 impl PoolData {
@@ -400,7 +410,12 @@ impl Store {
                 .filter(|s| !s.is_empty())
                 .map(|c| Arc::new(ContData::new(c, rf)))
                 .collect();
-            pools.push(Arc::new(PoolData { label: pool.to_string(), uuid: new_uuid(), conts: Mutex::new(conts) }));
+            pools.push(Arc::new(PoolData {
+                label: pool.to_string(),
+                uuid: new_uuid(),
+                conts: Mutex::new(conts),
+                space: Default::default(),
+            }));
         }
         Store { pools }
     }
@@ -417,6 +432,7 @@ impl Store {
             for c in conts {
                 c.reset();
             }
+            p.space.clear();
         }
         release_free_memory();
     }

@@ -1,0 +1,517 @@
+//! Eviction: the keys' object stays a cache when the pool fills up.
+//!
+//! NIXL has no delete, and no consumer we serve deletes what it offloads, so without this a
+//! pool fills and every later write fails with `DER_NOSPACE`. The plugin therefore evicts the
+//! oldest-written keys of its own object (it touches nothing else in the pool) when the pool's
+//! free share drops below `evict_keep_free`, and at once when a write was refused for space.
+//!
+//! Where the order lives: in DAOS, in an index object beside the keys (`index`). Each engine
+//! writes the keys it stored, with the id of each write, into numbered segments; numbers grow
+//! with time and are claimed with a conditional insert, so the oldest segment holds the oldest
+//! writes of every process sharing the container, and no engine needs to see the others'
+//! traffic. What the hot path pays: the id of the write rides in the update RPC that carries the
+//! data (one more 8-byte single-value iod, no round trip), and a completed write pushes one
+//! record into a buffer this thread flushes as one batch update every `FLUSH_EVERY` (the index
+//! costs one RPC per batch, not per request). Reads pay nothing.
+//!
+//! How a key goes: this thread reads the oldest segment's batches, and for each record fetches
+//! the key's `gen` (the id of the write that stored it last): only when it still holds the
+//! record's id is the key punched, so a key rewritten since (by any engine) is kept, and a
+//! second evictor of the same segment finds nothing more to punch. Segments are claimed for
+//! eviction with a conditional insert, so two evictors at once work on different segments.
+//! DAOS punches are atomic per dkey: a fetch sees the whole old value or nothing, which the
+//! transfer reports as a missing key (`NIXL_ERR_BACKEND`, `queryMem` None).
+
+pub mod index;
+pub mod policy;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::daos::io::GEN_AKEY;
+use crate::daos::kv::Put;
+use crate::daos::{sys, Bound, Object, Pool};
+use crate::error::Error;
+use crate::key::ObjectKey;
+use index::{Claim, Record};
+
+/// How often buffered records are written to the index.
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// Records per batch at most (a batch is one single value: about 20 bytes plus the key each).
+const BATCH_RECORDS: usize = 512;
+/// A writer starts a new segment after this long, so that segments stay ordered by time.
+const SEGMENT_AGE: Duration = Duration::from_secs(10);
+/// Records kept while the index cannot be written (a full pool, a dead server); older ones go.
+const PENDING_CAP: usize = 1 << 20;
+/// An evictor's claim on a segment that is older than this is taken over (its engine died).
+const EVICT_LEASE_MS: u64 = 120_000;
+/// Longest one index call may take (they run on this thread, never on a transfer's path).
+const CALL_BOUND_MS: u64 = 5_000;
+/// Segment numbers tried past the tail hint before it is read again.
+const CLAIM_TRIES: u64 = 64;
+
+/// How often the pool's space is checked (one pool query RPC per engine each time).
+const CHECK_EVERY: Duration = Duration::from_millis(1000);
+
+/// Eviction settings: the backend parameters (`config::Eviction`) and the check interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    /// Share of the pool kept free, 0-1.
+    pub keep_free: f64,
+    /// How long punched bytes count as free (DAOS reclaims them when it aggregates).
+    pub reclaim: Duration,
+    /// How often the pool's space is checked.
+    pub check_every: Duration,
+}
+
+impl Settings {
+    pub fn from_config(e: &crate::config::Eviction) -> Settings {
+        Settings { keep_free: e.keep_free, reclaim: Duration::from_millis(e.reclaim_ms), check_every: CHECK_EVERY }
+    }
+}
+
+/// What eviction did, for logs and tests.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub recorded: AtomicU64,
+    pub flushed: AtomicU64,
+    pub dropped: AtomicU64,
+    pub segments_claimed: AtomicU64,
+    pub evicted_keys: AtomicU64,
+    pub evicted_bytes: AtomicU64,
+    pub kept_rewritten: AtomicU64,
+    pub nospace: AtomicU64,
+    pub passes: AtomicU64,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// An id for this engine, different in every process and engine with high probability: the
+/// time, the process and an address, mixed (no RNG crate; it need not be cryptographic).
+fn engine_id() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let mut x = now_ms() ^ (u64::from(std::process::id()) << 40) ^ N.fetch_add(1, Ordering::Relaxed) << 20;
+    x ^= &x as *const u64 as u64;
+    // splitmix64's finaliser.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// What the lanes tell eviction: writes that completed (records) and writes refused for space.
+pub struct Recorder {
+    writer: u64,
+    next: AtomicU64,
+    pending: Mutex<VecDeque<Record>>,
+    pressure: AtomicBool,
+    wake: Condvar,
+    wake_lock: Mutex<()>,
+    pub counters: Counters,
+}
+
+impl Recorder {
+    fn new() -> Recorder {
+        let writer = engine_id();
+        Recorder {
+            writer,
+            // Ids start at a mix of the engine id, so two engines' ids do not collide.
+            next: AtomicU64::new(writer.rotate_left(32) | 1),
+            pending: Mutex::new(VecDeque::new()),
+            pressure: AtomicBool::new(false),
+            wake: Condvar::new(),
+            wake_lock: Mutex::new(()),
+            counters: Counters::default(),
+        }
+    }
+
+    /// A fresh write id (never 0).
+    pub fn write_id(&self) -> u64 {
+        loop {
+            let id = self.next.fetch_add(1, Ordering::Relaxed);
+            if id != 0 {
+                return id;
+            }
+        }
+    }
+
+    /// A write of `key` (id `id`, `bytes` of it) completed: one push, no I/O.
+    pub fn wrote(&self, key: &ObjectKey, id: u64, bytes: u64) {
+        let mut p = self.pending.lock();
+        if p.len() >= PENDING_CAP {
+            p.pop_front();
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        p.push_back(Record { key: key.clone(), id, bytes });
+        self.counters.recorded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A write was refused for space: evict now rather than at the next check.
+    pub fn out_of_space(&self) {
+        self.counters.nospace.fetch_add(1, Ordering::Relaxed);
+        if !self.pressure.swap(true, Ordering::AcqRel) {
+            let _g = self.wake_lock.lock();
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// The segment this engine writes into.
+struct Segment {
+    n: u64,
+    since: Instant,
+    next_batch: usize,
+}
+
+/// The eviction thread's state.
+struct Worker {
+    rec: Arc<Recorder>,
+    settings: Settings,
+    pool: Arc<Pool>,
+    keys: Arc<Object>,
+    index: Arc<Object>,
+    stop: Arc<AtomicBool>,
+    seg: Option<Segment>,
+    /// Highest segment number this engine claimed or saw.
+    tail: u64,
+    /// Lowest segment not known to be evicted.
+    low: Option<u64>,
+    /// Bytes punched and when, for the reclaim credit.
+    punched: VecDeque<(Instant, u64)>,
+    last_check: Option<Instant>,
+    last_urgent: Option<Instant>,
+}
+
+fn bound() -> Bound {
+    Bound::from_now(CALL_BOUND_MS)
+}
+
+impl Worker {
+    fn hint(&self, dkey: &[u8]) -> Result<Option<u64>, Error> {
+        let v = self.index.get_values(dkey, &[index::HINT_AKEY], bound())?;
+        Ok(v[0].as_deref().and_then(index::u64_from))
+    }
+
+    fn set_hint(&self, dkey: &[u8], n: u64) {
+        let b = n.to_le_bytes();
+        if let Err(e) = self.index.put_values(dkey, &[(index::HINT_AKEY, Some(&b))], 0, bound()) {
+            tracing::debug!("eviction index: writing hint {}: {e}", String::from_utf8_lossy(dkey));
+        }
+    }
+
+    /// Claims a new segment number above every one this engine knows.
+    fn claim_segment(&mut self) -> Result<Segment, Error> {
+        let mut n = self.tail.max(self.hint(index::TAIL_DKEY)?.unwrap_or(0)) + 1;
+        let claim = Claim { who: self.rec.writer, at_ms: now_ms() }.to_bytes();
+        for _ in 0..CLAIM_TRIES {
+            let put: [Put; 1] = [(index::OWNER_AKEY, Some(&claim))];
+            match self.index.put_values(&index::seg_dkey(n), &put, sys::DAOS_COND_DKEY_INSERT, bound()) {
+                Ok(()) => {
+                    self.tail = n;
+                    self.set_hint(index::TAIL_DKEY, n);
+                    self.rec.counters.segments_claimed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Segment { n, since: Instant::now(), next_batch: 0 });
+                }
+                Err(e) if e.is_existing() => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+        self.tail = n;
+        Err(Error::InvalidArg(format!("no free eviction segment number in {CLAIM_TRIES} tries below {n}")))
+    }
+
+    /// Writes buffered records to the index, one batch per call to DAOS.
+    fn flush(&mut self) {
+        loop {
+            let batch: Vec<Record> = {
+                let mut p = self.rec.pending.lock();
+                let n = p.len().min(BATCH_RECORDS);
+                p.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                return;
+            }
+            if let Err(e) = self.write_batch(&batch) {
+                // Put them back in front; they are retried at the next flush.
+                tracing::debug!("eviction index: writing {} record(s): {e}", batch.len());
+                let mut p = self.rec.pending.lock();
+                for r in batch.into_iter().rev() {
+                    p.push_front(r);
+                }
+                return;
+            }
+            self.rec.counters.flushed.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn write_batch(&mut self, batch: &[Record]) -> Result<(), Error> {
+        let stale =
+            self.seg.as_ref().is_none_or(|s| s.next_batch >= index::SEG_BATCHES || s.since.elapsed() >= SEGMENT_AGE);
+        if stale {
+            self.seg = Some(self.claim_segment()?);
+        }
+        let seg = self.seg.as_mut().expect("claimed above");
+        let value = index::encode(batch);
+        let akey = index::batch_akey(seg.next_batch);
+        self.index.put_values(&index::seg_dkey(seg.n), &[(&akey, Some(&value))], 0, bound())?;
+        seg.next_batch += 1;
+        Ok(())
+    }
+
+    /// Bytes punched within the reclaim window.
+    fn credit(&mut self) -> u64 {
+        let window = self.settings.reclaim;
+        while self.punched.front().is_some_and(|(t, _)| t.elapsed() >= window) {
+            self.punched.pop_front();
+        }
+        self.punched.iter().map(|(_, b)| b).sum()
+    }
+
+    fn check_space(&mut self) {
+        let urgent = self.rec.pressure.swap(false, Ordering::AcqRel)
+            && self.last_urgent.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+        let due = self.last_check.is_none_or(|t| t.elapsed() >= self.settings.check_every);
+        if !urgent && !due {
+            return;
+        }
+        self.last_check = Some(Instant::now());
+        if urgent {
+            self.last_urgent = Some(Instant::now());
+        }
+        let space = match self.pool.space(bound()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("eviction: pool query: {e}");
+                return;
+            }
+        };
+        let total = space.total();
+        let free = (space.free_fraction() * total as f64) as u64;
+        let credit = self.credit();
+        let goal = policy::to_evict(total, free, credit, self.settings.keep_free, urgent);
+        if goal == 0 {
+            return;
+        }
+        self.rec.counters.passes.fetch_add(1, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let (keys, bytes) = self.evict(goal);
+        tracing::info!(
+            pool = %self.pool.label, total, free, credit, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
+            "DAOS backend evicted its oldest keys to keep {:.0}% of the pool free",
+            self.settings.keep_free * 100.0
+        );
+    }
+
+    /// Evicts about `goal` bytes from the oldest segments; returns the keys and bytes punched.
+    fn evict(&mut self, goal: u64) -> (u64, u64) {
+        let (mut keys, mut bytes) = (0u64, 0u64);
+        let tail = match self.hint(index::TAIL_DKEY) {
+            Ok(t) => t.unwrap_or(0).max(self.tail),
+            Err(e) => {
+                tracing::debug!("eviction: reading the tail hint: {e}");
+                return (0, 0);
+            }
+        };
+        let mut n = match self.low {
+            Some(l) => l,
+            None => self.hint(index::HEAD_DKEY).ok().flatten().unwrap_or(1),
+        };
+        let mut low_known = true; // every segment below `n` is known evicted
+        while bytes < goal && n <= tail && !self.stop.load(Ordering::Acquire) {
+            match self.evict_segment(n, goal - bytes) {
+                Ok(Done { keys: k, bytes: b, finished, skipped }) => {
+                    keys += k;
+                    bytes += b;
+                    if !finished {
+                        if skipped {
+                            low_known = false; // another engine is on it
+                        } else {
+                            break; // goal reached inside this segment: resume here next time
+                        }
+                    } else if low_known {
+                        self.low = Some(n + 1);
+                        self.set_hint(index::HEAD_DKEY, n + 1);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("eviction: segment {n}: {e}");
+                    break;
+                }
+            }
+            n += 1;
+        }
+        self.rec.counters.evicted_keys.fetch_add(keys, Ordering::Relaxed);
+        self.rec.counters.evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
+        (keys, bytes)
+    }
+
+    fn evict_segment(&mut self, n: u64, goal: u64) -> Result<Done, Error> {
+        let dkey = index::seg_dkey(n);
+        let names: Vec<Vec<u8>> = [index::OWNER_AKEY.to_vec(), index::EVICT_AKEY.to_vec()]
+            .into_iter()
+            .chain((0..index::SEG_BATCHES).map(index::batch_akey))
+            .collect();
+        let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let vals = self.index.get_values(&dkey, &refs, bound())?;
+        if vals.iter().all(Option::is_none) {
+            return Ok(Done { keys: 0, bytes: 0, finished: true, skipped: false });
+        }
+        let me = Claim { who: self.rec.writer, at_ms: now_ms() };
+        match vals[1].as_deref().and_then(Claim::from_bytes) {
+            Some(c) if c.who != me.who && me.at_ms.saturating_sub(c.at_ms) < EVICT_LEASE_MS => {
+                return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true });
+            }
+            Some(c) if c.who == me.who => {}
+            Some(_) => self.index.put_values(&dkey, &[(index::EVICT_AKEY, Some(&me.to_bytes()))], 0, bound())?,
+            None => {
+                let put: [Put; 1] = [(index::EVICT_AKEY, Some(&me.to_bytes()))];
+                match self.index.put_values(&dkey, &put, sys::DAOS_COND_AKEY_INSERT, bound()) {
+                    Ok(()) => {}
+                    Err(e) if e.is_existing() => return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true }),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        // Our own segment: new records go to a fresh one from now on.
+        if self.seg.as_ref().is_some_and(|s| s.n == n) {
+            self.seg = None;
+        }
+        let (mut keys, mut bytes) = (0, 0);
+        for (k, v) in vals[2..].iter().enumerate() {
+            let Some(v) = v else { continue };
+            if bytes >= goal || self.stop.load(Ordering::Acquire) {
+                return Ok(Done { keys, bytes, finished: false, skipped: false });
+            }
+            match index::decode(v) {
+                Ok(records) => {
+                    for (j, r) in records.iter().enumerate() {
+                        if bytes >= goal {
+                            // Goal reached inside the batch: keep its rest for the next pass.
+                            let rest = index::encode(&records[j..]);
+                            self.index.put_values(&dkey, &[(&names[2 + k], Some(&rest))], 0, bound())?;
+                            return Ok(Done { keys, bytes, finished: false, skipped: false });
+                        }
+                        if self.evict_key(r)? {
+                            keys += 1;
+                            bytes += r.bytes;
+                            self.punched.push_back((Instant::now(), r.bytes));
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("eviction index: segment {n} batch {k} unreadable ({e}); skipped"),
+            }
+            self.index.put_values(&dkey, &[(&names[2 + k], None)], 0, bound())?;
+        }
+        self.index.punch_dkey(&dkey, bound())?;
+        Ok(Done { keys, bytes, finished: true, skipped: false })
+    }
+
+    /// Punches the record's key if it still holds that write; true when punched.
+    fn evict_key(&self, r: &Record) -> Result<bool, Error> {
+        let key = r.key.as_bytes();
+        let gen = self.keys.get_values(key, &[GEN_AKEY], bound())?;
+        if gen[0].as_deref().and_then(index::u64_from) != Some(r.id) {
+            // Rewritten since (or already gone): the newer write has its own record.
+            self.rec.counters.kept_rewritten.fetch_add(u64::from(gen[0].is_some()), Ordering::Relaxed);
+            return Ok(false);
+        }
+        self.keys.punch_dkey(key, bound())?;
+        Ok(true)
+    }
+
+    fn run(&mut self) {
+        loop {
+            {
+                let mut g = self.rec.wake_lock.lock();
+                if !self.stop.load(Ordering::Acquire) && !self.rec.pressure.load(Ordering::Acquire) {
+                    self.rec.wake.wait_for(&mut g, FLUSH_EVERY);
+                }
+            }
+            // Held while this thread may call DAOS (see host.rs); None: the host is exiting.
+            let Some(_drive) = crate::host::drive() else { return };
+            self.flush();
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            self.check_space();
+        }
+    }
+}
+
+struct Done {
+    keys: u64,
+    bytes: u64,
+    /// Every batch was handled and the segment punched.
+    finished: bool,
+    /// Another engine holds it.
+    skipped: bool,
+}
+
+/// The eviction thread of one engine.
+pub struct Evictor {
+    pub recorder: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Evictor {
+    pub fn start(settings: Settings, pool: Arc<Pool>, keys: Arc<Object>, index: Arc<Object>) -> Result<Evictor, Error> {
+        let rec = Arc::new(Recorder::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut w = Worker {
+            rec: rec.clone(),
+            settings,
+            pool,
+            keys,
+            index,
+            stop: stop.clone(),
+            seg: None,
+            tail: 0,
+            low: None,
+            punched: VecDeque::new(),
+            last_check: None,
+            last_urgent: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name("nixl-daos-evict".into())
+            .spawn(move || {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run())).is_err() {
+                    tracing::error!("DAOS eviction thread panicked; eviction stops for this backend");
+                }
+            })
+            .map_err(|source| Error::Spawn { what: "the DAOS eviction thread", source })?;
+        Ok(Evictor { recorder: rec, stop, thread: Some(thread) })
+    }
+
+    /// Stops the thread after a last flush, waiting at most `grace`; past it the thread is left
+    /// to finish its DAOS call on its own (it holds its own references to the handles).
+    pub fn stop(&mut self, grace: Duration) {
+        self.stop.store(true, Ordering::Release);
+        {
+            let _g = self.recorder.wake_lock.lock();
+            self.recorder.wake.notify_all();
+        }
+        let Some(t) = self.thread.take() else { return };
+        let until = Instant::now() + grace;
+        while !t.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if t.is_finished() {
+            let _ = t.join();
+        } else {
+            tracing::warn!("DAOS eviction thread still inside DAOS after {grace:?}; left to finish on its own");
+        }
+    }
+}
+
+impl Drop for Evictor {
+    fn drop(&mut self) {
+        self.stop(Duration::from_millis(1000));
+    }
+}

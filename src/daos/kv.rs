@@ -165,11 +165,26 @@ impl Object {
     }
 }
 
-/// A pool's space on one medium.
+/// A pool's space on one medium: its total, and the free bytes of its fullest target.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Media {
     pub total: u64,
-    pub free: u64,
+    /// Free bytes of the fullest target (`ps_free_min`).
+    pub free_min: u64,
+    pub targets: u32,
+}
+
+impl Media {
+    /// Free share of the fullest target. DAOS refuses a write when the target its dkey hashes
+    /// to is full, whatever the pool's total free space says (measured: one target full at
+    /// `DER_NOSPACE` while the pool reported 1.2 GB free on the other), so this is what counts.
+    fn free_share(&self) -> Option<f64> {
+        if self.total == 0 {
+            return None;
+        }
+        let per_target = self.total as f64 / f64::from(self.targets.max(1));
+        Some((self.free_min as f64 / per_target).clamp(0.0, 1.0))
+    }
 }
 
 /// A pool's space: storage-class memory (SCM: metadata, and data on pools without NVMe) and
@@ -181,27 +196,18 @@ pub struct PoolSpace {
 }
 
 impl PoolSpace {
-    /// The smallest free share over the media the pool has, in [0, 1].
+    /// The smallest free share of a target over the media the pool has, in [0, 1].
     pub fn free_fraction(&self) -> f64 {
-        [self.scm, self.nvme]
-            .iter()
-            .filter(|m| m.total > 0)
-            .map(|m| m.free.min(m.total) as f64 / m.total as f64)
-            .fold(1.0, f64::min)
+        [self.scm, self.nvme].iter().filter_map(Media::free_share).fold(1.0, f64::min)
     }
 
     /// Total bytes of the medium that bounds the pool (the one with the least free share).
     pub fn total(&self) -> u64 {
-        let media = [self.scm, self.nvme];
-        media
+        [self.scm, self.nvme]
             .iter()
-            .filter(|m| m.total > 0)
-            .min_by(|a, b| {
-                let fa = a.free as f64 / a.total as f64;
-                let fb = b.free as f64 / b.total as f64;
-                fa.total_cmp(&fb)
-            })
-            .map_or(0, |m| m.total)
+            .filter_map(|m| Some((m.free_share()?, m.total)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or(0, |(_, t)| t)
     }
 }
 
@@ -215,11 +221,10 @@ impl Pool {
             // SAFETY: the info lives in bounded's state (a box); no ranks, no properties.
             unsafe { lib.api.daos_pool_query(poh, std::ptr::null_mut(), &mut **i, std::ptr::null_mut(), ev) }
         })?;
-        let s = info.pi_space.ps_space;
-        Ok(PoolSpace {
-            scm: Media { total: s.s_total[0], free: s.s_free[0] },
-            nvme: Media { total: s.s_total[1], free: s.s_free[1] },
-        })
+        let sp = info.pi_space;
+        let media =
+            |m: usize| Media { total: sp.ps_space.s_total[m], free_min: sp.ps_free_min[m], targets: sp.ps_ntargets };
+        Ok(PoolSpace { scm: media(0), nvme: media(1) })
     }
 }
 
@@ -228,13 +233,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_tighter_medium_counts() {
-        let scm_only = PoolSpace { scm: Media { total: 100, free: 25 }, nvme: Media::default() };
-        assert_eq!(scm_only.free_fraction(), 0.25);
+    fn the_fullest_target_of_the_tighter_medium_counts() {
+        // 2 targets of 50: the fullest has 10 free, so 20% free, though the pool has more.
+        let scm_only = PoolSpace { scm: Media { total: 100, free_min: 10, targets: 2 }, nvme: Media::default() };
+        assert!((scm_only.free_fraction() - 0.2).abs() < 1e-9);
         assert_eq!(scm_only.total(), 100);
-        let both = PoolSpace { scm: Media { total: 100, free: 90 }, nvme: Media { total: 1000, free: 50 } };
-        assert_eq!(both.free_fraction(), 0.05);
+        let both = PoolSpace {
+            scm: Media { total: 100, free_min: 45, targets: 2 },
+            nvme: Media { total: 1000, free_min: 25, targets: 2 },
+        };
+        assert!((both.free_fraction() - 0.05).abs() < 1e-9);
         assert_eq!(both.total(), 1000);
         assert_eq!(PoolSpace::default().free_fraction(), 1.0, "no media reported: nothing to evict for");
+        assert_eq!(PoolSpace::default().total(), 0);
     }
 }

@@ -300,7 +300,14 @@ impl Worker {
         }
         self.rec.counters.passes.fetch_add(1, Ordering::Relaxed);
         let t0 = Instant::now();
-        let (keys, bytes) = self.evict(goal);
+        let (mut keys, mut bytes) = self.evict(goal);
+        if bytes < goal {
+            // The index holds too little (a pool so full that even its small writes are refused
+            // keeps records here): evict from this engine's own unwritten records, oldest first.
+            let (k, b) = self.evict_pending(goal - bytes);
+            keys += k;
+            bytes += b;
+        }
         tracing::info!(
             pool = %self.pool.label, total, free, credit, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
             "DAOS backend evicted its oldest keys to keep {:.0}% of the pool free",
@@ -368,12 +375,18 @@ impl Worker {
                 return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true });
             }
             Some(c) if c.who == me.who => {}
-            Some(_) => self.index.put_values(&dkey, &[(index::EVICT_AKEY, Some(&me.to_bytes()))], 0, bound())?,
+            Some(_) => match self.index.put_values(&dkey, &[(index::EVICT_AKEY, Some(&me.to_bytes()))], 0, bound()) {
+                // A full pool may refuse even the claim: evict without it (a second evictor of
+                // the same segment finds the keys gone, and punches nothing twice).
+                Err(e) if !e.is_nospace() => return Err(e),
+                _ => {}
+            },
             None => {
                 let put: [Put; 1] = [(index::EVICT_AKEY, Some(&me.to_bytes()))];
                 match self.index.put_values(&dkey, &put, sys::DAOS_COND_AKEY_INSERT, bound()) {
                     Ok(()) => {}
                     Err(e) if e.is_existing() => return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true }),
+                    Err(e) if e.is_nospace() => {}
                     Err(e) => return Err(e),
                 }
             }
@@ -393,8 +406,13 @@ impl Worker {
                     for (j, r) in records.iter().enumerate() {
                         if bytes >= goal {
                             // Goal reached inside the batch: keep its rest for the next pass.
+                            // Refused for space: the next pass reads the whole batch again
+                            // and finds the keys punched here gone (their gen with them).
                             let rest = index::encode(&records[j..]);
-                            self.index.put_values(&dkey, &[(&names[2 + k], Some(&rest))], 0, bound())?;
+                            let put: [Put; 1] = [(&names[2 + k], Some(&rest))];
+                            if let Err(e) = self.index.put_values(&dkey, &put, 0, bound()) {
+                                tracing::debug!("eviction index: keeping the rest of batch {k} of segment {n}: {e}");
+                            }
                             return Ok(Done { keys, bytes, finished: false, skipped: false });
                         }
                         if self.evict_key(r)? {
@@ -410,6 +428,30 @@ impl Worker {
         }
         self.index.punch_dkey(&dkey, bound())?;
         Ok(Done { keys, bytes, finished: true, skipped: false })
+    }
+
+    /// Evicts about `goal` bytes from the records not yet written to the index, oldest first.
+    fn evict_pending(&mut self, goal: u64) -> (u64, u64) {
+        let (mut keys, mut bytes) = (0u64, 0u64);
+        while bytes < goal && !self.stop.load(Ordering::Acquire) {
+            let Some(r) = self.rec.pending.lock().pop_front() else { break };
+            match self.evict_key(&r) {
+                Ok(true) => {
+                    keys += 1;
+                    bytes += r.bytes;
+                    self.punched.push_back((Instant::now(), r.bytes));
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::debug!("eviction: key {}: {e}", r.key.display());
+                    self.rec.pending.lock().push_front(r);
+                    break;
+                }
+            }
+        }
+        self.rec.counters.evicted_keys.fetch_add(keys, Ordering::Relaxed);
+        self.rec.counters.evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
+        (keys, bytes)
     }
 
     /// Punches the record's key if it still holds that write; true when punched.

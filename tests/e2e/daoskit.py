@@ -126,7 +126,17 @@ class Sim:
 
     def calm(self) -> None:
         """Undo every fault and delay a test may have switched on."""
-        for cmd in ("resume", "latency 0", "bandwidth 0", "rpc_cost 0", "recx_cost 0", "fail DER_IO 0", "copy on"):
+        for cmd in (
+            "resume",
+            "latency 0",
+            "bandwidth 0",
+            "rpc_cost 0",
+            "recx_cost 0",
+            "fail DER_IO 0",
+            "copy on",
+            "capacity 0",
+            "reclaim_ms 0",
+        ):
             self.control(cmd)
 
 

@@ -119,16 +119,45 @@ real_pass() (
 	pytest_pass "real DAOS" "$@" && exit "$crc"
 )
 
+# Eviction on a real engine (tests/e2e/test_real_evict.py): a small pool of its own, filled
+# three times over with the plugin's defaults. A fresh engine, because filling the real pass's
+# pool would starve its other tests. Same lock, same always-stop trap.
+EVICT_POOL_SIZE=${NIXL_DAOS_EVICT_POOL_SIZE:-2GiB}
+evict_pass() (
+	exec 9>"$LOCK"
+	say "real DAOS (eviction): waiting for $LOCK"
+	flock 9
+	trap 'say "real DAOS (eviction): stopping the engine"; bash "$REAL_DAOS" stop >/dev/null 2>&1 || true' EXIT
+	trap 'exit 130' INT TERM
+	export DAOS_LOCAL_TARGETS=${DAOS_LOCAL_TARGETS:-2} DAOS_LOCAL_POOL_SIZE=$EVICT_POOL_SIZE DAOS_LOCAL_SCM_GB=4
+	local log=$ROOT/target/daos-local-evict.log
+	say "real DAOS (eviction): starting an engine with a $EVICT_POOL_SIZE pool"
+	bash "$REAL_DAOS" start >"$log" 2>&1 || { tail -30 "$log"; say "ERROR: real DAOS (eviction): the engine did not start (log: $log)"; exit 1; }
+	eval "$(bash "$REAL_DAOS" env)"
+	"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-evict >>"$log" 2>&1 || { tail -5 "$log"; say "ERROR: real DAOS (eviction): daos cont create failed"; exit 1; }
+	local bytes
+	bytes=$("$VPY" -c "import sys; n, u = sys.argv[1][:-3], sys.argv[1][-3:]; print(int(float(n) * {'GiB': 1 << 30, 'MiB': 1 << 20}[u]))" "$EVICT_POOL_SIZE")
+	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-evict NIXL_DAOS_EVICT_POOL=$DAOS_POOL NIXL_DAOS_EVICT_POOL_BYTES=$bytes
+	say "pytest tests/e2e/test_real_evict.py against real DAOS (pool $DAOS_POOL of $EVICT_POOL_SIZE)"
+	local rc=0
+	timeout --signal=KILL 1800 "$VPY" -m pytest tests/e2e/test_real_evict.py -v -ra -s -p no:cacheprovider || rc=$?
+	[ "$rc" = 0 ] && say "real DAOS (eviction): all tests passed" || say "ERROR: real DAOS (eviction): pytest failed (exit $rc)"
+	exit "$rc"
+)
+
 real_rc=0
+evict_rc=0
 if [ ! -f "$REAL_DAOS" ]; then
 	say "real DAOS pass skipped: no $REAL_DAOS (a real pool: ci/e2e-testbed.sh)"
 elif [ "$(id -u)" != 0 ]; then
 	say "real DAOS pass skipped: $REAL_DAOS needs root (a real pool: ci/e2e-testbed.sh)"
 else
 	real_pass "$@" || real_rc=$?
+	evict_pass || evict_rc=$?
 fi
 
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
 [ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
 [ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
+[ "$evict_rc" = 0 ] || die "eviction tests against real DAOS failed"
 say "all tests passed"

@@ -79,6 +79,7 @@ impl Settings {
 #[derive(Default, Debug)]
 pub struct Counters {
     pub recorded: AtomicU64,
+    pub recorded_bytes: AtomicU64,
     pub flushed: AtomicU64,
     pub dropped: AtomicU64,
     pub segments_claimed: AtomicU64,
@@ -150,6 +151,7 @@ impl Recorder {
         }
         p.push_back(Record { key: key.clone(), id, bytes });
         self.counters.recorded.fetch_add(1, Ordering::Relaxed);
+        self.counters.recorded_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// A write was refused for space: evict now rather than at the next check.
@@ -186,6 +188,9 @@ struct Worker {
     punched: VecDeque<(Instant, u64)>,
     last_check: Option<Instant>,
     last_urgent: Option<Instant>,
+    /// The write rate, sampled at each space check from `recorded_bytes`.
+    rate: policy::Rate,
+    rate_at: (Instant, u64),
 }
 
 fn bound() -> Bound {
@@ -281,6 +286,10 @@ impl Worker {
             return;
         }
         self.last_check = Some(Instant::now());
+        let written = self.rec.counters.recorded_bytes.load(Ordering::Relaxed);
+        let (at, before) = self.rate_at;
+        self.rate.sample(written.saturating_sub(before), at.elapsed().as_secs_f64());
+        self.rate_at = (Instant::now(), written);
         if urgent {
             self.last_urgent = Some(Instant::now());
         }
@@ -294,7 +303,8 @@ impl Worker {
         let total = space.total();
         let free = (space.free_fraction() * total as f64) as u64;
         let credit = self.credit();
-        let goal = policy::to_evict(total, free, credit, self.settings.keep_free, urgent);
+        let demand = self.rate.over(self.settings.reclaim.as_secs_f64());
+        let goal = policy::to_evict(total, free, credit, self.settings.keep_free, demand, urgent);
         if goal == 0 {
             return;
         }
@@ -309,7 +319,7 @@ impl Worker {
             bytes += b;
         }
         tracing::info!(
-            pool = %self.pool.label, total, free, credit, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
+            pool = %self.pool.label, total, free, credit, demand, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
             "DAOS backend evicted its oldest keys to keep {:.0}% of the pool free",
             self.settings.keep_free * 100.0
         );
@@ -519,6 +529,8 @@ impl Evictor {
             punched: VecDeque::new(),
             last_check: None,
             last_urgent: None,
+            rate: policy::Rate::default(),
+            rate_at: (Instant::now(), 0),
         };
         let thread = std::thread::Builder::new()
             .name("nixl-daos-evict".into())

@@ -233,7 +233,13 @@ class DaosAgent:
         self.name = name or unique_key("agent")
         conf = nixl_agent_config(backends=[], sync_mode=sync_mode)
         self.agent = nixl_agent(self.name, conf)
-        self.agent.create_backend(BACKEND, {k: str(v) for k, v in (params or {}).items()})
+        params = dict(params or {})
+        if not TESTBED:
+            # daos-sim's counters are asserted RPC by RPC, and eviction's index writes (every
+            # 200 ms, in the background) would move them: on daos-sim eviction is off unless a
+            # test turns it on (test_evict.py). The real pass keeps the default (on).
+            params.setdefault("evict", "false")
+        self.agent.create_backend(BACKEND, {k: str(v) for k, v in params.items()})
         self._regs: list = []
         self._obj_regs: dict[int, object] = {}
         self._keep: list = []  # buffers registered here stay alive as long as the agent

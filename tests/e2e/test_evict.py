@@ -73,7 +73,7 @@ def check_reads(agent, prefix: str, bufs, devs, size: int):
 def test_a_pool_written_three_times_over_keeps_taking_writes(small_pool, make_agent):
     size = MIB
     n = 3 * CAPACITY // size
-    agent = make_agent(params={"evict_reclaim_ms": str(RECLAIM_MS * 2)})
+    agent = make_agent(params={"evict": "true", "evict_reclaim_ms": str(RECLAIM_MS * 2)})
     prefix = daoskit.unique_key("fill")
     results: dict[int, bool] = {}
     bufs, devs = fill(agent, prefix, n, size, results)
@@ -91,8 +91,8 @@ def test_a_pool_written_three_times_over_keeps_taking_writes(small_pool, make_ag
 def test_two_agents_writing_at_once_share_one_eviction_order(small_pool, make_agent):
     size = MIB
     n = 3 * CAPACITY // size // 2
-    a = make_agent(params={"evict_reclaim_ms": str(RECLAIM_MS * 2)})
-    b = make_agent(params={"evict_reclaim_ms": str(RECLAIM_MS * 2)})
+    a = make_agent(params={"evict": "true", "evict_reclaim_ms": str(RECLAIM_MS * 2)})
+    b = make_agent(params={"evict": "true", "evict_reclaim_ms": str(RECLAIM_MS * 2)})
     results = {"a": {}, "b": {}}
     out = {}
     prefixes = {"a": daoskit.unique_key("two_a"), "b": daoskit.unique_key("two_b")}

@@ -1,0 +1,99 @@
+"""Fills a pool with new KV keys through NIXL and reads them back: the workload of the eviction
+tests on a real engine (tests/e2e/test_real_evict.py), also a benchmark of writes with eviction
+active against the same writes into the still-empty pool (first third against last third).
+
+argv: key prefix, keys, bytes per key, requests in flight, read back (0/1); backend parameters
+as JSON in NIXL_DAOS_FILL_PARAMS (default: none, the plugin's defaults). Prints one JSON line:
+writes attempted and succeeded (per third), GB/s per third, then, when reading back, keys
+present (every byte verified), missing (a clean miss: the read failed and queryMem says None),
+wrong (a read that succeeded with other bytes: must be 0) and mismatches (a miss that queryMem
+still reports)."""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import daoskit
+
+prefix, n, size, window, read_back = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+params = json.loads(os.environ.get("NIXL_DAOS_FILL_PARAMS", "{}"))
+a = daoskit.DaosAgent(params=params)
+BASES = [daoskit.pattern(size, seed=s) for s in range(16)]
+STAMP = 64 * 1024
+
+
+def content(i: int, out: np.ndarray) -> None:
+    """Key i's bytes: a base pattern with i stamped every 64 KiB, so that bytes of another key
+    (or of no key) anywhere in the value show."""
+    out[:] = BASES[i % len(BASES)]
+    stamp = np.frombuffer(np.uint64(i).tobytes() * 1, dtype=np.uint8)
+    for off in range(0, size - 8 + 1, STAMP):
+        out[off : off + 8] = stamp
+
+
+slots = [np.zeros(size, dtype=np.uint8) for _ in range(window)]
+for s in slots:
+    a.reg_dram(s)
+devs = [a.reg_obj(f"{prefix}/{i}", size) for i in range(n)]
+ok = [False] * n
+done_at = [0.0] * n
+inflight = []  # (key index, slot, handle, state)
+t0 = time.monotonic()
+for i in range(n):
+    slot = i % window
+    if len(inflight) == window:
+        j, sj, h, st = inflight.pop(0)
+        try:
+            a.wait(h, st, timeout=120)
+            ok[j] = True
+        except daoskit.backend_error():
+            pass
+        finally:
+            a.release(h)
+            done_at[j] = time.monotonic() - t0
+    content(i, slots[slot])
+    h, st = a.post("WRITE", [(daoskit.addr(slots[slot]), size, 0)], [(0, size, devs[i])])
+    inflight.append((i, slot, h, st))
+for j, _, h, st in inflight:
+    try:
+        a.wait(h, st, timeout=120)
+        ok[j] = True
+    except daoskit.backend_error():
+        pass
+    finally:
+        a.release(h)
+        done_at[j] = time.monotonic() - t0
+thirds = [(0, n // 3), (n // 3, 2 * n // 3), (2 * n // 3, n)]
+out = {"attempted": n, "succeeded": sum(ok), "seconds": time.monotonic() - t0}
+out["succeeded_by_third"] = [sum(ok[lo:hi]) for lo, hi in thirds]
+out["attempted_by_third"] = [hi - lo for lo, hi in thirds]
+gbps = []
+for lo, hi in thirds:
+    start = done_at[lo - 1] if lo > 0 else 0.0
+    secs = max(done_at[hi - 1] - start, 1e-9)
+    gbps.append(sum(ok[lo:hi]) * size / secs / 1e9)
+out["gbps_by_third"] = gbps
+if read_back == "1":
+    present = missing = wrong = mismatch = 0
+    got = slots[0]
+    want = np.zeros(size, dtype=np.uint8)
+    for i in range(n):
+        got[:] = 0
+        try:
+            a.xfer("READ", [(daoskit.addr(got), size, 0)], [(0, size, devs[i])], timeout=120)
+        except daoskit.backend_error():
+            missing += 1
+            if a.query([f"{prefix}/{i}"])[0] is not None:
+                mismatch += 1
+            continue
+        content(i, want)
+        if np.array_equal(got, want):
+            present += 1
+        else:
+            wrong += 1
+    out.update(present=present, missing=missing, wrong=wrong, mismatch=mismatch)
+a.close()
+print(json.dumps(out))

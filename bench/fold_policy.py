@@ -120,6 +120,9 @@ class Measure:
 
         label = f"fold-{uuid.uuid4().hex[:12]}"
         p = dict(params, container=label, create_container="true")
+        if not a.real:
+            # daos-sim's RPC counts are recorded per run; eviction's index writes would move them.
+            p.setdefault("evict", "false")
         if a.num_queues:
             p["num_queues"] = str(a.num_queues)
         agent = nixl_agent(f"fp-{label}", nixl_agent_config(backends=[]))

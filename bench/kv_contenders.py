@@ -96,7 +96,10 @@ class DaosContender(NixlContender):
     _dev = 1 << 40
 
     def __init__(self, name: str, params: dict[str, str], sim: daoskit.Sim, net: NetModel | None):
-        super().__init__(name, params)
+        # daos-sim's RPC and byte counters are checked per rep, and eviction's index writes
+        # (every 200 ms, in the background) would move them; into an empty pool eviction does
+        # nothing else. The real-engine contenders keep the default (on).
+        super().__init__(name, {"evict": "false", **params})
         self.sim, self.net = sim, net
         self.objs = None
 

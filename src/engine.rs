@@ -13,7 +13,7 @@ use crate::daos::io::IoKind;
 use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
 use crate::error::{Error, Result, Status};
-use crate::evict::{self, Evictor};
+use crate::evict::{self, Evictor, Posting, WriteIds};
 use crate::key::ObjectKey;
 use crate::lanes::{Lanes, Op};
 use crate::planner::{self, Fold, Pair};
@@ -170,15 +170,18 @@ struct Handles {
     obj: Arc<Object>,
     _index: Arc<Object>,
     oid: ObjectId,
-    _cont: Container,
+    _cont: Arc<Container>,
     _pool: Arc<Pool>,
     _init: InitGuard,
 }
 
 pub struct Engine {
     pub cfg: Config,
-    /// Stopped before the lanes (it reads their records) and the handles close.
+    /// Stopped after the lanes (their last completions still record keys) and before the
+    /// handles close; it holds its own references to them, should it outlive its grace.
     evictor: Option<Evictor>,
+    /// The id every write posting stores beside its data (`GEN_AKEY`), eviction on or off.
+    ids: WriteIds,
     lanes: Lanes,
     /// Closed after the lanes stop; left open when operations were left inside DAOS, since
     /// closing the container or pool talks to the (presumably dead) server.
@@ -228,8 +231,16 @@ impl Engine {
         let obj = Arc::new(Object::open(lib, &cont, oid)?);
         let index = Arc::new(Object::open(lib, &cont, ObjectId { lo: INDEX_LO, hi: oid.hi })?);
         let pool = Arc::new(pool);
+        let cont = Arc::new(cont);
         let evictor = if cfg.evict.enabled {
-            Some(Evictor::start(evict::Settings::from_config(&cfg.evict), pool.clone(), obj.clone(), index.clone())?)
+            Some(Evictor::start(
+                evict::Settings::from_config(&cfg.evict),
+                lib.init()?,
+                pool.clone(),
+                cont.clone(),
+                obj.clone(),
+                index.clone(),
+            )?)
         } else {
             None
         };
@@ -247,7 +258,7 @@ impl Engine {
             groups = oid.groups(), evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
         );
         let handles = Some(Handles { obj, _index: index, oid, _cont: cont, _pool: pool, _init: init });
-        Ok(Engine { cfg, evictor, lanes, handles, lib, pid: std::process::id() })
+        Ok(Engine { cfg, evictor, ids: WriteIds::default(), lanes, handles, lib, pid: std::process::id() })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -324,14 +335,19 @@ impl Engine {
             XferOp::Read => IoKind::Fetch,
             XferOp::Write => IoKind::Update,
         };
-        // One id for the whole posting: every fold of a key stores it beside the data, and
-        // eviction punches the key only while it still holds it.
-        let gen = match (kind, &self.evictor) {
-            (IoKind::Update, Some(e)) => Some(e.recorder.write_id()),
+        // One id for the whole posting: every fold of a key stores it beside the data (eviction
+        // on or off, so that an evicting engine sharing the container sees the rewrite), and
+        // eviction punches the key only while it still holds it. The key is recorded for
+        // eviction once none of its folds of this posting can still land (`Posting`).
+        let gen = (kind == IoKind::Update).then(|| self.ids.next());
+        let posting = match (gen, &self.evictor) {
+            (Some(id), Some(e)) => {
+                Some(Arc::new(Posting::new(e.recorder.clone(), id, st.folds.iter().map(|f| &f.key))))
+            }
             _ => None,
         };
         for f in &st.folds {
-            self.lanes.submit(Op::new(kind, &f.key, &f.extents, gen, Some(attempt.clone())));
+            self.lanes.submit(Op::new(kind, &f.key, &f.extents, gen, Some(attempt.clone()), posting.clone()));
         }
         Ok(Status::InProgress)
     }
@@ -425,10 +441,11 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        let leaked = self.lanes.shutdown();
         if let Some(mut e) = self.evictor.take() {
             e.stop(TEARDOWN_GRACE.min(Duration::from_millis(self.cfg.timeout_ms)));
         }
-        if self.lanes.shutdown() > 0 {
+        if leaked > 0 {
             std::mem::forget(self.handles.take());
             tracing::warn!(pool = %self.cfg.pool, container = %self.cfg.container, "DAOS backend closed without closing its DAOS handles");
         } else {

@@ -27,7 +27,7 @@ use crate::daos::io::{Extent, IoDesc, IoKind};
 use crate::daos::query::Abandoned;
 use crate::daos::{daos_event_t, rc_is_nospace, EventQueue, Library, Object};
 use crate::error::Error;
-use crate::evict::Recorder;
+use crate::evict::{Posting, Recorder};
 use crate::key::ObjectKey;
 
 /// How long one `daos_eq_poll` may wait; bounds how late a lane notices shutdown, and how late
@@ -57,6 +57,9 @@ pub struct Op {
     attempt: Option<Arc<Attempt>>,
     /// Wait before the next send of a write refused for space (doubles each time).
     backoff: Duration,
+    /// The write posting this update belongs to, for eviction's record (None with eviction off,
+    /// and for reads).
+    posting: Option<Arc<Posting>>,
 }
 
 impl Op {
@@ -67,12 +70,14 @@ impl Op {
         extents: &[Extent],
         gen: Option<u64>,
         attempt: Option<Arc<Attempt>>,
+        posting: Option<Arc<Posting>>,
     ) -> Box<Op> {
         Box::new(Op {
             ev: daos_event_t::default(),
             io: IoDesc::new(kind, key.clone(), extents, gen),
             attempt,
             backoff: NOSPACE_RETRY_FIRST,
+            posting,
         })
     }
 
@@ -109,12 +114,15 @@ impl Op {
         if let Err(e) = &result {
             tracing::debug!(key = %self.io.key().display(), "DAOS operation failed: {e}");
         }
+        // An update is atomic: with rc 0 all of it landed, otherwise none.
+        self.settle((rc == 0).then(|| self.io.bytes()));
         if let Some(a) = &self.attempt {
             a.complete(result, launched);
         }
     }
 
     fn fail(self: Box<Op>, e: Error, launched: bool) {
+        self.settle(None);
         if let Some(a) = &self.attempt {
             a.complete(Err(e), launched);
         }
@@ -122,8 +130,16 @@ impl Op {
 
     /// Completes an op dropped before it reached DAOS.
     fn skip(self: Box<Op>) {
+        self.settle(None);
         if let Some(a) = &self.attempt {
             a.skip();
+        }
+    }
+
+    /// This fold of a write can no longer land (it did, or never will): tells its posting.
+    fn settle(&self, landed: Option<u64>) {
+        if let Some(p) = &self.posting {
+            p.settle(self.io.key(), landed);
         }
     }
 
@@ -416,12 +432,11 @@ impl Lane {
         unsafe { self.eq.fini_event(&mut op.ev) };
         self.release_slot(&op);
         if let (Some(r), IoKind::Update) = (&self.shared.recorder, op.io.kind) {
-            match op.io.gen() {
-                Some(id) if rc == 0 => r.wrote(op.io.key(), id, op.io.bytes()),
-                _ if rc_is_nospace(rc) => {
-                    r.out_of_space();
-                    // Eviction is making room: send the write again after a while, as long as
-                    // its request wants it (it is not past its deadline, failed or released).
+            if rc_is_nospace(rc) {
+                r.out_of_space();
+                // Eviction is making room: send the write again after a while, as long as its
+                // request wants it (not past its deadline, failed or released) and the lanes run.
+                if !self.stop.load(Ordering::Acquire) {
                     if let Some(a) = op.attempt.clone().filter(|a| a.wants_more()) {
                         a.requeue();
                         let wait = op.backoff;
@@ -430,7 +445,6 @@ impl Lane {
                         return;
                     }
                 }
-                _ => {}
             }
         }
         let launched = op.attempt.is_some();

@@ -152,6 +152,32 @@ impl Object {
         Ok(out)
     }
 
+    /// The value of one single-value akey of a known size, None where absent: one RPC. A value
+    /// of another size fails (`DER_REC2BIG` when larger).
+    pub fn get_sized(&self, dkey: &[u8], akey: &[u8], size: usize, bound: Bound) -> Result<Option<Vec<u8>>, Error> {
+        let lib = self.lib;
+        let oh = self.oh;
+        let st = Singles::new(dkey, vec![akey.to_vec()], vec![vec![0u8; size]], &[size as u64]);
+        let st = bounded(lib, "daos_obj_fetch", bound, st, |s, ev| {
+            // SAFETY: as in put_values; the sgl points at a buffer of `size` bytes.
+            unsafe {
+                lib.api.daos_obj_fetch(
+                    oh,
+                    sys::daos_handle_t::default(),
+                    0,
+                    &mut *s.dkey_iov,
+                    1,
+                    s.iods.as_mut_ptr(),
+                    s.sgls.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                    ev,
+                )
+            }
+        })?;
+        let n = st.iods[0].iod_size as usize;
+        Ok((n == size).then(|| st.values[0].clone()))
+    }
+
     /// Punches one dkey and everything under it (`daos_obj_punch_dkeys` takes one dkey per call).
     pub fn punch_dkey(&self, dkey: &[u8], bound: Bound) -> Result<(), Error> {
         let lib = self.lib;

@@ -210,6 +210,11 @@ pub(crate) fn bounded<S>(
         let done = unsafe { lib.event_test(ev, left.min(Duration::from_millis(10)).as_micros() as i64) };
         match done {
             Ok(true) => break,
+            // The host is exiting: stop driving DAOS now (host.rs); the state is left to DAOS.
+            Ok(false) if crate::host::exiting() => {
+                std::mem::forget(p);
+                return Err(Error::ShuttingDown);
+            }
             Ok(false) if !left.is_zero() => continue,
             Ok(false) | Err(_) => {
                 // Still inside DAOS: it may write into the event and state later.

@@ -25,7 +25,7 @@
 pub mod index;
 pub mod policy;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -35,7 +35,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::daos::io::GEN_AKEY;
 use crate::daos::kv::Put;
-use crate::daos::{sys, Bound, Object, Pool};
+use crate::daos::{sys, Bound, Container, InitGuard, Object, Pool};
 use crate::error::Error;
 use crate::key::ObjectKey;
 use index::{Claim, Record};
@@ -46,12 +46,15 @@ const FLUSH_EVERY: Duration = Duration::from_millis(200);
 const BATCH_RECORDS: usize = 512;
 /// A writer starts a new segment after this long, so that segments stay ordered by time.
 const SEGMENT_AGE: Duration = Duration::from_secs(10);
-/// Records kept while the index cannot be written (a full pool, a dead server); older ones go.
-const PENDING_CAP: usize = 1 << 20;
+/// Records kept while the index cannot be written (a full pool, a dead server); older ones go
+/// (those keys are then never evicted; counted in `dropped`).
+const PENDING_CAP: usize = 1 << 18;
 /// An evictor's claim on a segment that is older than this is taken over (its engine died).
 const EVICT_LEASE_MS: u64 = 120_000;
 /// Longest one index call may take (they run on this thread, never on a transfer's path).
 const CALL_BOUND_MS: u64 = 5_000;
+/// Batches the last flush of a stopping engine writes at most.
+const FINAL_BATCHES: usize = 8;
 /// Segment numbers tried past the tail hint before it is read again.
 const CLAIM_TRIES: u64 = 64;
 
@@ -106,10 +109,76 @@ fn engine_id() -> u64 {
     x ^ (x >> 31)
 }
 
+/// Ids of writes: every update stores its posting's id beside the data (`GEN_AKEY`), whether
+/// or not this engine evicts, so that an evicting engine sharing the container never takes a
+/// key rewritten by this one for the old write its record names.
+pub struct WriteIds {
+    next: AtomicU64,
+}
+
+impl Default for WriteIds {
+    fn default() -> WriteIds {
+        // Ids start at a mix of an engine id, so two engines' ids do not collide.
+        WriteIds { next: AtomicU64::new(engine_id().rotate_left(32) | 1) }
+    }
+}
+
+impl WriteIds {
+    /// A fresh write id (never 0).
+    pub fn next(&self) -> u64 {
+        loop {
+            let id = self.next.fetch_add(1, Ordering::Relaxed);
+            if id != 0 {
+                return id;
+            }
+        }
+    }
+}
+
+/// One posting of a write, as eviction sees it: a key is recorded once, when none of the
+/// posting's folds of that key can still land (each succeeded, failed, or was dropped), with
+/// the bytes that landed. Recording a key while one of its folds is still in DAOS (or waiting to
+/// be sent again after a refusal for space) would let the evictor punch it in between, and the
+/// late fold would then leave a key holding only its own range: a read of the whole key would
+/// succeed over a hole.
+pub struct Posting {
+    rec: Arc<Recorder>,
+    id: u64,
+    /// Per key: folds not yet settled, bytes landed so far.
+    keys: Mutex<HashMap<ObjectKey, (usize, u64)>>,
+}
+
+impl Posting {
+    /// `folds`: the key of each fold of the posting.
+    pub fn new<'a>(rec: Arc<Recorder>, id: u64, folds: impl Iterator<Item = &'a ObjectKey>) -> Posting {
+        let mut keys: HashMap<ObjectKey, (usize, u64)> = HashMap::new();
+        for k in folds {
+            keys.entry(k.clone()).or_default().0 += 1;
+        }
+        Posting { rec, id, keys: Mutex::new(keys) }
+    }
+
+    /// One fold of `key` is settled: `landed` bytes of it are in DAOS (None: nothing landed).
+    pub fn settle(&self, key: &ObjectKey, landed: Option<u64>) {
+        let done = {
+            let mut keys = self.keys.lock();
+            let Some(e) = keys.get_mut(key) else { return };
+            e.0 = e.0.saturating_sub(1);
+            e.1 += landed.unwrap_or(0);
+            if e.0 > 0 {
+                return;
+            }
+            keys.remove(key).map(|(_, b)| b)
+        };
+        if let Some(bytes) = done.filter(|&b| b > 0) {
+            self.rec.wrote(key, self.id, bytes);
+        }
+    }
+}
+
 /// What the lanes tell eviction: writes that completed (records) and writes refused for space.
 pub struct Recorder {
     writer: u64,
-    next: AtomicU64,
     pending: Mutex<VecDeque<Record>>,
     pressure: AtomicBool,
     wake: Condvar,
@@ -122,23 +191,11 @@ impl Recorder {
         let writer = engine_id();
         Recorder {
             writer,
-            // Ids start at a mix of the engine id, so two engines' ids do not collide.
-            next: AtomicU64::new(writer.rotate_left(32) | 1),
             pending: Mutex::new(VecDeque::new()),
             pressure: AtomicBool::new(false),
             wake: Condvar::new(),
             wake_lock: Mutex::new(()),
             counters: Counters::default(),
-        }
-    }
-
-    /// A fresh write id (never 0).
-    pub fn write_id(&self) -> u64 {
-        loop {
-            let id = self.next.fetch_add(1, Ordering::Relaxed);
-            if id != 0 {
-                return id;
-            }
         }
     }
 
@@ -172,12 +229,17 @@ struct Segment {
 }
 
 /// The eviction thread's state.
+/// Field order is close order: the objects, then the container, the pool, and last this
+/// thread's own `daos_init` reference, so that an engine torn down while this thread is still
+/// inside a DAOS call leaves DAOS usable under it until it ends.
 struct Worker {
-    rec: Arc<Recorder>,
-    settings: Settings,
-    pool: Arc<Pool>,
     keys: Arc<Object>,
     index: Arc<Object>,
+    _cont: Arc<Container>,
+    pool: Arc<Pool>,
+    _init: InitGuard,
+    rec: Arc<Recorder>,
+    settings: Settings,
     stop: Arc<AtomicBool>,
     seg: Option<Segment>,
     /// Highest segment number this engine claimed or saw.
@@ -197,15 +259,22 @@ fn bound() -> Bound {
     Bound::from_now(CALL_BOUND_MS)
 }
 
+/// Runs one DAOS call while holding the host's drive guard (see host.rs): the host's exit waits
+/// for it, and once the host is exiting no call starts (`bounded` gives up its wait then too).
+fn driven<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    let Some(_drive) = crate::host::drive() else { return Err(Error::ShuttingDown) };
+    f()
+}
+
 impl Worker {
     fn hint(&self, dkey: &[u8]) -> Result<Option<u64>, Error> {
-        let v = self.index.get_values(dkey, &[index::HINT_AKEY], bound())?;
+        let v = driven(|| self.index.get_values(dkey, &[index::HINT_AKEY], bound()))?;
         Ok(v[0].as_deref().and_then(index::u64_from))
     }
 
     fn set_hint(&self, dkey: &[u8], n: u64) {
         let b = n.to_le_bytes();
-        if let Err(e) = self.index.put_values(dkey, &[(index::HINT_AKEY, Some(&b))], 0, bound()) {
+        if let Err(e) = driven(|| self.index.put_values(dkey, &[(index::HINT_AKEY, Some(&b))], 0, bound())) {
             tracing::debug!("eviction index: writing hint {}: {e}", String::from_utf8_lossy(dkey));
         }
     }
@@ -216,7 +285,7 @@ impl Worker {
         let claim = Claim { who: self.rec.writer, at_ms: now_ms() }.to_bytes();
         for _ in 0..CLAIM_TRIES {
             let put: [Put; 1] = [(index::OWNER_AKEY, Some(&claim))];
-            match self.index.put_values(&index::seg_dkey(n), &put, sys::DAOS_COND_DKEY_INSERT, bound()) {
+            match driven(|| self.index.put_values(&index::seg_dkey(n), &put, sys::DAOS_COND_DKEY_INSERT, bound())) {
                 Ok(()) => {
                     self.tail = n;
                     self.set_hint(index::TAIL_DKEY, n);
@@ -231,9 +300,15 @@ impl Worker {
         Err(Error::InvalidArg(format!("no free eviction segment number in {CLAIM_TRIES} tries below {n}")))
     }
 
-    /// Writes buffered records to the index, one batch per call to DAOS.
+    /// Writes buffered records to the index, one batch per call to DAOS. Once stopping, at most
+    /// `FINAL_BATCHES` batches more (the engine's teardown waits for this thread).
     fn flush(&mut self) {
+        let mut left = if self.stop.load(Ordering::Acquire) { FINAL_BATCHES } else { usize::MAX };
         loop {
+            if left == 0 {
+                return;
+            }
+            left -= 1;
             let batch: Vec<Record> = {
                 let mut p = self.rec.pending.lock();
                 let n = p.len().min(BATCH_RECORDS);
@@ -264,7 +339,7 @@ impl Worker {
         let seg = self.seg.as_mut().expect("claimed above");
         let value = index::encode(batch);
         let akey = index::batch_akey(seg.next_batch);
-        self.index.put_values(&index::seg_dkey(seg.n), &[(&akey, Some(&value))], 0, bound())?;
+        driven(|| self.index.put_values(&index::seg_dkey(seg.n), &[(&akey, Some(&value))], 0, bound()))?;
         seg.next_batch += 1;
         Ok(())
     }
@@ -293,7 +368,7 @@ impl Worker {
         if urgent {
             self.last_urgent = Some(Instant::now());
         }
-        let space = match self.pool.space(bound()) {
+        let space = match driven(|| self.pool.space(bound())) {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!("eviction: pool query: {e}");
@@ -375,7 +450,7 @@ impl Worker {
             .chain((0..index::SEG_BATCHES).map(index::batch_akey))
             .collect();
         let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-        let vals = self.index.get_values(&dkey, &refs, bound())?;
+        let vals = driven(|| self.index.get_values(&dkey, &refs, bound()))?;
         if vals.iter().all(Option::is_none) {
             return Ok(Done { keys: 0, bytes: 0, finished: true, skipped: false });
         }
@@ -385,15 +460,18 @@ impl Worker {
                 return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true });
             }
             Some(c) if c.who == me.who => {}
-            Some(_) => match self.index.put_values(&dkey, &[(index::EVICT_AKEY, Some(&me.to_bytes()))], 0, bound()) {
-                // A full pool may refuse even the claim: evict without it (a second evictor of
-                // the same segment finds the keys gone, and punches nothing twice).
-                Err(e) if !e.is_nospace() => return Err(e),
-                _ => {}
-            },
+            Some(_) => {
+                match driven(|| self.index.put_values(&dkey, &[(index::EVICT_AKEY, Some(&me.to_bytes()))], 0, bound()))
+                {
+                    // A full pool may refuse even the claim: evict without it (a second evictor of
+                    // the same segment finds the keys gone, and punches nothing twice).
+                    Err(e) if !e.is_nospace() => return Err(e),
+                    _ => {}
+                }
+            }
             None => {
                 let put: [Put; 1] = [(index::EVICT_AKEY, Some(&me.to_bytes()))];
-                match self.index.put_values(&dkey, &put, sys::DAOS_COND_AKEY_INSERT, bound()) {
+                match driven(|| self.index.put_values(&dkey, &put, sys::DAOS_COND_AKEY_INSERT, bound())) {
                     Ok(()) => {}
                     Err(e) if e.is_existing() => return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true }),
                     Err(e) if e.is_nospace() => {}
@@ -414,13 +492,13 @@ impl Worker {
             match index::decode(v) {
                 Ok(records) => {
                     for (j, r) in records.iter().enumerate() {
-                        if bytes >= goal {
+                        if bytes >= goal || self.stop.load(Ordering::Acquire) {
                             // Goal reached inside the batch: keep its rest for the next pass.
                             // Refused for space: the next pass reads the whole batch again
                             // and finds the keys punched here gone (their gen with them).
                             let rest = index::encode(&records[j..]);
                             let put: [Put; 1] = [(&names[2 + k], Some(&rest))];
-                            if let Err(e) = self.index.put_values(&dkey, &put, 0, bound()) {
+                            if let Err(e) = driven(|| self.index.put_values(&dkey, &put, 0, bound())) {
                                 tracing::debug!("eviction index: keeping the rest of batch {k} of segment {n}: {e}");
                             }
                             return Ok(Done { keys, bytes, finished: false, skipped: false });
@@ -434,9 +512,9 @@ impl Worker {
                 }
                 Err(e) => tracing::warn!("eviction index: segment {n} batch {k} unreadable ({e}); skipped"),
             }
-            self.index.put_values(&dkey, &[(&names[2 + k], None)], 0, bound())?;
+            driven(|| self.index.put_values(&dkey, &[(&names[2 + k], None)], 0, bound()))?;
         }
-        self.index.punch_dkey(&dkey, bound())?;
+        driven(|| self.index.punch_dkey(&dkey, bound()))?;
         Ok(Done { keys, bytes, finished: true, skipped: false })
     }
 
@@ -467,13 +545,13 @@ impl Worker {
     /// Punches the record's key if it still holds that write; true when punched.
     fn evict_key(&self, r: &Record) -> Result<bool, Error> {
         let key = r.key.as_bytes();
-        let gen = self.keys.get_values(key, &[GEN_AKEY], bound())?;
-        if gen[0].as_deref().and_then(index::u64_from) != Some(r.id) {
+        let gen = driven(|| self.keys.get_sized(key, GEN_AKEY, 8, bound()))?;
+        if gen.as_deref().and_then(index::u64_from) != Some(r.id) {
             // Rewritten since (or already gone): the newer write has its own record.
-            self.rec.counters.kept_rewritten.fetch_add(u64::from(gen[0].is_some()), Ordering::Relaxed);
+            self.rec.counters.kept_rewritten.fetch_add(u64::from(gen.is_some()), Ordering::Relaxed);
             return Ok(false);
         }
-        self.keys.punch_dkey(key, bound())?;
+        driven(|| self.keys.punch_dkey(key, bound()))?;
         Ok(true)
     }
 
@@ -485,8 +563,11 @@ impl Worker {
                     self.rec.wake.wait_for(&mut g, FLUSH_EVERY);
                 }
             }
-            // Held while this thread may call DAOS (see host.rs); None: the host is exiting.
-            let Some(_drive) = crate::host::drive() else { return };
+            // Each DAOS call holds the host's drive guard on its own (`driven`), so the host's
+            // exit never waits for a whole pass.
+            if crate::host::exiting() {
+                return;
+            }
             self.flush();
             if self.stop.load(Ordering::Acquire) {
                 return;
@@ -513,15 +594,24 @@ pub struct Evictor {
 }
 
 impl Evictor {
-    pub fn start(settings: Settings, pool: Arc<Pool>, keys: Arc<Object>, index: Arc<Object>) -> Result<Evictor, Error> {
+    pub fn start(
+        settings: Settings,
+        init: InitGuard,
+        pool: Arc<Pool>,
+        cont: Arc<Container>,
+        keys: Arc<Object>,
+        index: Arc<Object>,
+    ) -> Result<Evictor, Error> {
         let rec = Arc::new(Recorder::new());
         let stop = Arc::new(AtomicBool::new(false));
         let mut w = Worker {
-            rec: rec.clone(),
-            settings,
-            pool,
             keys,
             index,
+            _cont: cont,
+            pool,
+            _init: init,
+            rec: rec.clone(),
+            settings,
             stop: stop.clone(),
             seg: None,
             tail: 0,

@@ -80,6 +80,7 @@ if read_back == "1":
     present = missing = wrong = mismatch = 0
     got = slots[0]
     want = np.zeros(size, dtype=np.uint8)
+    t_read = time.monotonic()
     for i in range(n):
         got[:] = 0
         try:
@@ -94,6 +95,8 @@ if read_back == "1":
             present += 1
         else:
             wrong += 1
+    # One read at a time (a KV fetch on the critical path), verification included.
+    out["read_gbps"] = present * size / max(time.monotonic() - t_read, 1e-9) / 1e9
     out.update(present=present, missing=missing, wrong=wrong, mismatch=mismatch)
 a.close()
 print(json.dumps(out))

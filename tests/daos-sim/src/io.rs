@@ -394,19 +394,22 @@ pub unsafe fn exec_update(
             // Pool space: a full pool refuses the whole update and writes nothing. What the
             // update may newly take is at most its bytes (an overwrite in place takes none).
             let space = &o.coh.poh.pool.space;
-            let incoming: u64 = iods.iter().map(|iod| update_bytes(iod)).sum();
+            let incoming: u64 = iods.iter().map(|iod| new_bytes(&g, iod)).sum();
             if !space.fits(incoming) {
-                let held = held_bytes(&g, iods);
-                if !space.fits(incoming.saturating_sub(held)) {
-                    return -DER_NOSPACE;
-                }
+                return -DER_NOSPACE;
             }
             let before = held_bytes(&g, iods);
-            let mut bytes = 0;
+            let (mut bytes, mut single) = (0, 0);
             for (i, iod) in iods.iter().enumerate() {
                 let sgl = if sgls.is_null() { std::ptr::null() } else { sgls.add(i) };
-                bytes += apply_update(&mut g, iod, sgl);
+                let n = apply_update(&mut g, iod, sgl);
+                if iod.iod_type == DAOS_IOD_SINGLE {
+                    single += n;
+                } else {
+                    bytes += n;
+                }
             }
+            STATS.single_bytes_written.fetch_add(single, Relaxed);
             space.account(before, held_bytes(&g, iods));
             STATS.bytes_written.fetch_add(bytes, Relaxed);
             return 0;
@@ -414,16 +417,26 @@ pub unsafe fn exec_update(
     }
 }
 
-/// Bytes an update of `iod` writes (0 for a punch by `iod_size == 0`).
+/// Bytes an update of `iod` newly takes: records not written before (an overwrite in place
+/// takes none here; see `space`), a single value's growth; 0 for a punch (`iod_size == 0`).
 ///
 /// # Safety
 /// `iod` passed `check_io`.
-unsafe fn update_bytes(iod: &daos_iod_t) -> u64 {
-    if iod.iod_type == DAOS_IOD_SINGLE {
-        return iod.iod_size;
+unsafe fn new_bytes(g: &DkeyData, iod: &daos_iod_t) -> u64 {
+    // SAFETY: the iod was validated (`check_io`), so its akey and recxs are readable.
+    let (ak, rs) = unsafe { (akey(iod), recxs(iod)) };
+    let size = iod.iod_size;
+    match (iod.iod_type, g.akeys.get(ak)) {
+        (DAOS_IOD_SINGLE, Some(AkeyVal::Single(v))) => size.saturating_sub(v.len() as u64),
+        (DAOS_IOD_SINGLE, _) => size,
+        (_, Some(AkeyVal::Array(a))) => runs(rs)
+            .map(|(start, end)| {
+                let covered: u64 = a.overlapping(start, end).map(|(s, e, _)| e - s).sum();
+                (end - start - covered.min(end - start)).saturating_mul(size)
+            })
+            .sum(),
+        _ => rs.iter().map(|r| r.rx_nr.saturating_mul(size)).sum(),
     }
-    // SAFETY: the iod was validated (`check_io`), so its recxs are readable.
-    unsafe { recxs(iod) }.iter().map(|r| r.rx_nr.saturating_mul(iod.iod_size)).sum()
 }
 
 /// Storage bytes held by the akeys `iods` name (what pool space counts for them).

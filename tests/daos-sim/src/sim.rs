@@ -97,7 +97,10 @@ pub struct Stats {
     pub iods: AtomicU64,
     pub recxs: AtomicU64,
     pub bytes_read: AtomicU64,
+    /// Array (data) bytes written; single values are counted apart, in `single_bytes_written`
+    /// (a client's small metadata, such as nixl-daos's write ids, would blur the payload count).
     pub bytes_written: AtomicU64,
+    pub single_bytes_written: AtomicU64,
     pub inflight: AtomicI64,
 }
 
@@ -110,6 +113,7 @@ pub static STATS: Stats = Stats {
     recxs: AtomicU64::new(0),
     bytes_read: AtomicU64::new(0),
     bytes_written: AtomicU64::new(0),
+    single_bytes_written: AtomicU64::new(0),
     inflight: AtomicI64::new(0),
 };
 
@@ -124,6 +128,7 @@ impl Stats {
             &self.recxs,
             &self.bytes_read,
             &self.bytes_written,
+            &self.single_bytes_written,
         ] {
             c.store(0, Relaxed);
         }
@@ -132,7 +137,7 @@ impl Stats {
     pub fn json(&self) -> String {
         format!(
             "{{\"fetch\":{},\"update\":{},\"punch\":{},\"query\":{},\"iods\":{},\"recxs\":{},\
-             \"bytes_read\":{},\"bytes_written\":{},\"inflight\":{}}}",
+             \"bytes_read\":{},\"bytes_written\":{},\"single_bytes_written\":{},\"inflight\":{}}}",
             self.fetch.load(Relaxed),
             self.update.load(Relaxed),
             self.punch.load(Relaxed),
@@ -141,6 +146,7 @@ impl Stats {
             self.recxs.load(Relaxed),
             self.bytes_read.load(Relaxed),
             self.bytes_written.load(Relaxed),
+            self.single_bytes_written.load(Relaxed),
             self.inflight.load(Relaxed).max(0),
         )
     }

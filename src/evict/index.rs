@@ -22,6 +22,10 @@ pub const HEAD_DKEY: &[u8] = b"head";
 pub const HINT_AKEY: &[u8] = b"n";
 pub const OWNER_AKEY: &[u8] = b"owner";
 pub const EVICT_AKEY: &[u8] = b"evict";
+/// The ledger: one slot per engine (by its id, modulo `LEDGER_SLOTS`; two engines in one slot
+/// overwrite each other, which only makes each see less of the other), holding a `LedgerEntry`.
+pub const LEDGER_DKEY: &[u8] = b"ledger";
+pub const LEDGER_SLOTS: usize = 64;
 /// First byte of an encoded batch: the format's version.
 const BATCH_V1: u8 = 1;
 
@@ -31,6 +35,38 @@ pub fn seg_dkey(n: u64) -> Vec<u8> {
 
 pub fn batch_akey(k: usize) -> Vec<u8> {
     format!("b{k:02}").into_bytes()
+}
+
+pub fn ledger_akey(slot: usize) -> Vec<u8> {
+    format!("l{slot:02}").into_bytes()
+}
+
+/// One engine's view, shared with the others: the bytes it punched within the reclaim window
+/// (space about to come back), the bytes it expects to write within one window, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LedgerEntry {
+    pub who: u64,
+    pub at_ms: u64,
+    pub credit: u64,
+    pub demand: u64,
+}
+
+impl LedgerEntry {
+    pub fn to_bytes(self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (i, v) in [self.who, self.at_ms, self.credit, self.demand].into_iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Option<LedgerEntry> {
+        if b.len() != 32 {
+            return None;
+        }
+        let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+        Some(LedgerEntry { who: w(0), at_ms: w(1), credit: w(2), demand: w(3) })
+    }
 }
 
 /// One key write as the index keeps it: the key, the id of the write (what the key's `gen`
@@ -149,5 +185,9 @@ mod tests {
         assert_eq!(Claim::from_bytes(&c.to_bytes()), Some(c));
         assert_eq!(Claim::from_bytes(&[0; 15]), None);
         assert_eq!(u64_from(&9u64.to_le_bytes()), Some(9));
+        let l = LedgerEntry { who: 1, at_ms: 2, credit: 3 << 40, demand: u64::MAX };
+        assert_eq!(LedgerEntry::from_bytes(&l.to_bytes()), Some(l));
+        assert_eq!(LedgerEntry::from_bytes(&[0; 31]), None);
+        assert_eq!(ledger_akey(7), b"l07");
     }
 }

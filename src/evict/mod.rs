@@ -379,35 +379,84 @@ impl Worker {
         let free = (space.free_fraction() * total as f64) as u64;
         let credit = self.credit();
         let demand = self.rate.over(self.settings.reclaim.as_secs_f64());
-        let goal = policy::to_evict(total, free, credit, self.settings.keep_free, demand, urgent);
+        // Every engine on the container sees the same pool: each counts the others' pending
+        // reclaim and demand too (the ledger), and evicts its share of what all of them need,
+        // or N engines would each evict the whole deficit.
+        let others = self.read_ledger();
+        let all_credit = credit.saturating_add(others.credit);
+        let all_demand = demand.saturating_add(others.demand);
+        let need = policy::to_evict(total, free, all_credit, self.settings.keep_free, all_demand, urgent);
+        let goal = policy::share(need, demand, all_demand, others.engines + 1);
+        self.write_ledger(credit, demand);
         if goal == 0 {
             return;
         }
         self.rec.counters.passes.fetch_add(1, Ordering::Relaxed);
         let t0 = Instant::now();
-        let (mut keys, mut bytes) = self.evict(goal);
-        if bytes < goal {
-            // The index holds too little (a pool so full that even its small writes are refused
-            // keeps records here): evict from this engine's own unwritten records, oldest first.
+        let (mut keys, mut bytes, exhausted) = self.evict(goal);
+        let short = urgent || (free as f64) < self.settings.keep_free * total as f64;
+        if bytes < goal && exhausted && short {
+            // The index holds nothing more, and the pool is short of space (so full that even
+            // the index's small writes were refused, records wait here): evict from this
+            // engine's unwritten records, oldest first. They are its newest writes, so only then.
             let (k, b) = self.evict_pending(goal - bytes);
             keys += k;
             bytes += b;
         }
+        let credit_now = self.credit();
+        self.write_ledger(credit_now, demand);
         tracing::info!(
-            pool = %self.pool.label, total, free, credit, demand, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
+            pool = %self.pool.label, total, free, credit, demand, others = others.engines, others_credit = others.credit,
+            need, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
             "DAOS backend evicted its oldest keys to keep {:.0}% of the pool free",
             self.settings.keep_free * 100.0
         );
     }
 
-    /// Evicts about `goal` bytes from the oldest segments; returns the keys and bytes punched.
-    fn evict(&mut self, goal: u64) -> (u64, u64) {
+    /// The other engines' entries in the ledger that are fresh (updated within the reclaim
+    /// window): their pending reclaim and demand, summed, and how many they are.
+    fn read_ledger(&self) -> Others {
+        let names: Vec<Vec<u8>> = (0..index::LEDGER_SLOTS).map(index::ledger_akey).collect();
+        let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let vals = match driven(|| self.index.get_values(index::LEDGER_DKEY, &refs, bound())) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::debug!("eviction: reading the ledger: {e}");
+                return Others::default();
+            }
+        };
+        let now = now_ms();
+        let fresh_ms = self.settings.reclaim.as_millis() as u64 + LEDGER_SLACK_MS;
+        let mut o = Others::default();
+        for e in vals.iter().flatten().filter_map(|v| index::LedgerEntry::from_bytes(v)) {
+            if e.who != self.rec.writer && now.saturating_sub(e.at_ms) <= fresh_ms {
+                o.engines += 1;
+                o.credit = o.credit.saturating_add(e.credit);
+                o.demand = o.demand.saturating_add(e.demand);
+            }
+        }
+        o
+    }
+
+    /// Publishes this engine's pending reclaim and demand in its ledger slot (one small update).
+    fn write_ledger(&self, credit: u64, demand: u64) {
+        let e = index::LedgerEntry { who: self.rec.writer, at_ms: now_ms(), credit, demand };
+        let akey = index::ledger_akey((self.rec.writer % index::LEDGER_SLOTS as u64) as usize);
+        let put: [Put; 1] = [(&akey, Some(&e.to_bytes()))];
+        if let Err(e) = driven(|| self.index.put_values(index::LEDGER_DKEY, &put, 0, bound())) {
+            tracing::debug!("eviction: writing the ledger: {e}");
+        }
+    }
+
+    /// Evicts about `goal` bytes from the oldest segments; returns the keys and bytes punched,
+    /// and whether it went through every segment up to the tail (the index holds no more).
+    fn evict(&mut self, goal: u64) -> (u64, u64, bool) {
         let (mut keys, mut bytes) = (0u64, 0u64);
         let tail = match self.hint(index::TAIL_DKEY) {
             Ok(t) => t.unwrap_or(0).max(self.tail),
             Err(e) => {
                 tracing::debug!("eviction: reading the tail hint: {e}");
-                return (0, 0);
+                return (0, 0, false);
             }
         };
         let mut n = match self.low {
@@ -433,14 +482,19 @@ impl Worker {
                 }
                 Err(e) => {
                     tracing::debug!("eviction: segment {n}: {e}");
-                    break;
+                    self.count(keys, bytes);
+                    return (keys, bytes, false);
                 }
             }
             n += 1;
         }
+        self.count(keys, bytes);
+        (keys, bytes, n > tail)
+    }
+
+    fn count(&self, keys: u64, bytes: u64) {
         self.rec.counters.evicted_keys.fetch_add(keys, Ordering::Relaxed);
         self.rec.counters.evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
-        (keys, bytes)
     }
 
     fn evict_segment(&mut self, n: u64, goal: u64) -> Result<Done, Error> {
@@ -512,7 +566,12 @@ impl Worker {
                 }
                 Err(e) => tracing::warn!("eviction index: segment {n} batch {k} unreadable ({e}); skipped"),
             }
-            driven(|| self.index.put_values(&dkey, &[(&names[2 + k], None)], 0, bound()))?;
+            // A full pool may refuse even this (a punch by update): the batch is read again next
+            // time, and its punched keys are found gone.
+            match driven(|| self.index.put_values(&dkey, &[(&names[2 + k], None)], 0, bound())) {
+                Err(e) if !e.is_nospace() => return Err(e),
+                _ => {}
+            }
         }
         driven(|| self.index.punch_dkey(&dkey, bound()))?;
         Ok(Done { keys, bytes, finished: true, skipped: false })
@@ -576,6 +635,18 @@ impl Worker {
         }
     }
 }
+
+/// What the ledger says of the other engines on the container.
+#[derive(Default)]
+struct Others {
+    engines: usize,
+    credit: u64,
+    demand: u64,
+}
+
+/// A ledger entry stays fresh this long past the reclaim window (its engine updates it every
+/// check, about every second).
+const LEDGER_SLACK_MS: u64 = 5_000;
 
 struct Done {
     keys: u64,

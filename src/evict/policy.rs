@@ -43,6 +43,18 @@ pub fn to_evict(total: u64, free: u64, credit: u64, keep_free: f64, demand: u64,
     want.min(t) as u64
 }
 
+/// This engine's part of `need` (what all engines on the container must evict): in proportion
+/// to its demand (who writes more frees more), or an equal part of `engines` when nobody writes.
+pub fn share(need: u64, mine: u64, all: u64, engines: usize) -> u64 {
+    if need == 0 {
+        return 0;
+    }
+    if all == 0 {
+        return need.div_ceil(engines.max(1) as u64);
+    }
+    ((need as f64) * (mine as f64 / all as f64)).ceil() as u64
+}
+
 /// The recent write rate, bytes per second: follows a rise at once and decays slowly
 /// (`DECAY` per second), so a pause between bursts does not forget the burst.
 #[derive(Clone, Copy, Debug, Default)]
@@ -87,6 +99,15 @@ mod tests {
         let got = to_evict(t, 0, 0, 0.10, 100 * GIB, false);
         let want = (MAX_HEADROOM + HYSTERESIS) * t as f64;
         assert!((got as f64 - want).abs() < 2.0, "{got} vs {want}");
+    }
+
+    #[test]
+    fn engines_share_the_eviction_by_demand() {
+        assert_eq!(share(100, 1, 4, 2), 25, "a quarter of the writes: a quarter of the eviction");
+        assert_eq!(share(100, 0, 4, 2), 0, "an idle engine leaves it to the writers");
+        assert_eq!(share(100, 0, 0, 3), 34, "nobody writes (a refusal): equal parts, rounded up");
+        assert_eq!(share(100, 5, 5, 1), 100, "alone");
+        assert_eq!(share(0, 5, 5, 1), 0);
     }
 
     #[test]

@@ -70,7 +70,8 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
 
 /// Eviction's counters (`Engine::eviction`): writes recorded in the index and flushed to it,
 /// records dropped while the index could not be written, segments claimed, keys and bytes
-/// evicted, keys kept because they were rewritten since, writes refused for space, passes.
+/// evicted, keys kept because they were rewritten since, check-and-punch transactions restarted
+/// by a conflicting write, writes refused for space, passes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EvictionStats {
     pub recorded: u64,
@@ -80,6 +81,7 @@ pub struct EvictionStats {
     pub evicted_keys: u64,
     pub evicted_bytes: u64,
     pub kept_rewritten: u64,
+    pub tx_restarts: u64,
     pub refused_for_space: u64,
     pub passes: u64,
 }
@@ -428,6 +430,7 @@ impl Engine {
             evicted_keys: n(&c.evicted_keys),
             evicted_bytes: n(&c.evicted_bytes),
             kept_rewritten: n(&c.kept_rewritten),
+            tx_restarts: n(&c.tx_restarts),
             refused_for_space: n(&c.nospace),
             passes: n(&c.passes),
         })

@@ -253,6 +253,15 @@ pub struct DaosApi {
         pool_prop: *mut daos_prop_t,
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int,
+    pub daos_tx_open: unsafe extern "C" fn(
+        coh: daos_handle_t,
+        th: *mut daos_handle_t,
+        flags: u64,
+        ev: *mut daos_event_t,
+    ) -> ::std::os::raw::c_int,
+    pub daos_tx_commit: unsafe extern "C" fn(th: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
+    pub daos_tx_close: unsafe extern "C" fn(th: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
+    pub daos_tx_restart: unsafe extern "C" fn(th: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int,
     pub daos_cont_open2: unsafe extern "C" fn(
         poh: daos_handle_t,
         cont: *const ::std::os::raw::c_char,
@@ -378,6 +387,10 @@ impl DaosApi {
         let daos_pool_connect2 = __library.get(b"daos_pool_connect2\0").map(|sym| *sym)?;
         let daos_pool_disconnect = __library.get(b"daos_pool_disconnect\0").map(|sym| *sym)?;
         let daos_pool_query = __library.get(b"daos_pool_query\0").map(|sym| *sym)?;
+        let daos_tx_open = __library.get(b"daos_tx_open\0").map(|sym| *sym)?;
+        let daos_tx_commit = __library.get(b"daos_tx_commit\0").map(|sym| *sym)?;
+        let daos_tx_close = __library.get(b"daos_tx_close\0").map(|sym| *sym)?;
+        let daos_tx_restart = __library.get(b"daos_tx_restart\0").map(|sym| *sym)?;
         let daos_cont_open2 = __library.get(b"daos_cont_open2\0").map(|sym| *sym)?;
         let daos_cont_close = __library.get(b"daos_cont_close\0").map(|sym| *sym)?;
         let daos_cont_create_with_label = __library.get(b"daos_cont_create_with_label\0").map(|sym| *sym)?;
@@ -405,6 +418,10 @@ impl DaosApi {
             daos_pool_connect2,
             daos_pool_disconnect,
             daos_pool_query,
+            daos_tx_open,
+            daos_tx_commit,
+            daos_tx_close,
+            daos_tx_restart,
             daos_cont_open2,
             daos_cont_close,
             daos_cont_create_with_label,
@@ -458,6 +475,24 @@ impl DaosApi {
         ev: *mut daos_event_t,
     ) -> ::std::os::raw::c_int {
         (self.daos_pool_query)(poh, ranks, info, pool_prop, ev)
+    }
+    pub unsafe fn daos_tx_open(
+        &self,
+        coh: daos_handle_t,
+        th: *mut daos_handle_t,
+        flags: u64,
+        ev: *mut daos_event_t,
+    ) -> ::std::os::raw::c_int {
+        (self.daos_tx_open)(coh, th, flags, ev)
+    }
+    pub unsafe fn daos_tx_commit(&self, th: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
+        (self.daos_tx_commit)(th, ev)
+    }
+    pub unsafe fn daos_tx_close(&self, th: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
+        (self.daos_tx_close)(th, ev)
+    }
+    pub unsafe fn daos_tx_restart(&self, th: daos_handle_t, ev: *mut daos_event_t) -> ::std::os::raw::c_int {
+        (self.daos_tx_restart)(th, ev)
     }
     pub unsafe fn daos_cont_open2(
         &self,

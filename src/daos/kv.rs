@@ -5,7 +5,51 @@
 //!
 //! None of this is on a transfer's path: the eviction thread alone calls these.
 
-use super::{bounded, d_iov_t, d_sg_list_t, daos_iod_t, iov, sys, Bound, Error, Object, Pool};
+use super::{bounded, d_iov_t, d_sg_list_t, daos_handle_t, daos_iod_t, iov, sys, Bound, Container, Error, Library};
+use super::{Object, Pool};
+
+/// A DAOS transaction (`daos_tx_open`): reads and writes made with it happen at one epoch, and
+/// its commit fails with `DER_TX_RESTART` when a conflicting update came between (DAOS's MVCC),
+/// which is what lets eviction check a key and punch it without a rewrite slipping between.
+/// Closed when dropped (`daos_tx_close` is local: no RPC).
+pub struct Tx {
+    lib: &'static Library,
+    th: daos_handle_t,
+}
+
+impl Container {
+    pub fn tx_open(&self, bound: Bound) -> Result<Tx, Error> {
+        let (lib, coh) = (self.lib, self.coh);
+        let th = bounded(lib, "daos_tx_open", bound, Box::new(daos_handle_t::default()), |th, ev| {
+            // SAFETY: valid container handle; the out handle lives in bounded's state (a box).
+            unsafe { lib.api.daos_tx_open(coh, &mut **th, 0, ev) }
+        })?;
+        Ok(Tx { lib, th: *th })
+    }
+}
+
+impl Tx {
+    /// Commits; `Err` with `is_tx_restart()` on a conflict (nothing was applied).
+    pub fn commit(&self, bound: Bound) -> Result<(), Error> {
+        let (lib, th) = (self.lib, self.th);
+        // SAFETY: a handle from a successful open, not yet closed (self lives).
+        bounded(lib, "daos_tx_commit", bound, (), |_, ev| unsafe { lib.api.daos_tx_commit(th, ev) }).map(|_| ())
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        // SAFETY: a handle from a successful open, closed once; a local call (NULL event).
+        let rc = unsafe { self.lib.api.daos_tx_close(self.th, std::ptr::null_mut()) };
+        if rc != 0 {
+            tracing::debug!("daos_tx_close: {}", self.lib.errstr(rc));
+        }
+    }
+}
+
+fn th_of(tx: Option<&Tx>) -> daos_handle_t {
+    tx.map_or_else(daos_handle_t::default, |t| t.th)
+}
 
 /// One single-value akey to write: `Some(bytes)` stores them, `None` punches the value.
 pub type Put<'a> = (&'a [u8], Option<&'a [u8]>);
@@ -154,16 +198,26 @@ impl Object {
 
     /// The value of one single-value akey of a known size, None where absent: one RPC. A value
     /// of another size fails (`DER_REC2BIG` when larger).
-    pub fn get_sized(&self, dkey: &[u8], akey: &[u8], size: usize, bound: Bound) -> Result<Option<Vec<u8>>, Error> {
+    /// `tx`: read inside that transaction.
+    pub fn get_sized(
+        &self,
+        dkey: &[u8],
+        akey: &[u8],
+        size: usize,
+        tx: Option<&Tx>,
+        bound: Bound,
+    ) -> Result<Option<Vec<u8>>, Error> {
         let lib = self.lib;
         let oh = self.oh;
+        let th = th_of(tx);
         let st = Singles::new(dkey, vec![akey.to_vec()], vec![vec![0u8; size]], &[size as u64]);
         let st = bounded(lib, "daos_obj_fetch", bound, st, |s, ev| {
-            // SAFETY: as in put_values; the sgl points at a buffer of `size` bytes.
+            // SAFETY: as in put_values; the sgl points at a buffer of `size` bytes; `th` is NONE
+            // or an open transaction of the caller's.
             unsafe {
                 lib.api.daos_obj_fetch(
                     oh,
-                    sys::daos_handle_t::default(),
+                    th,
                     0,
                     &mut *s.dkey_iov,
                     1,
@@ -178,14 +232,17 @@ impl Object {
         Ok((n == size).then(|| st.values[0].clone()))
     }
 
-    /// Punches one dkey and everything under it (`daos_obj_punch_dkeys` takes one dkey per call).
-    pub fn punch_dkey(&self, dkey: &[u8], bound: Bound) -> Result<(), Error> {
+    /// Punches one dkey and everything under it (`daos_obj_punch_dkeys` takes one dkey per call);
+    /// inside `tx`, at its commit.
+    pub fn punch_dkey(&self, dkey: &[u8], tx: Option<&Tx>, bound: Bound) -> Result<(), Error> {
         let lib = self.lib;
         let oh = self.oh;
+        let th = th_of(tx);
         let st = Singles::new(dkey, Vec::new(), Vec::new(), &[]);
         bounded(lib, "daos_obj_punch_dkeys", bound, st, |s, ev| {
-            // SAFETY: the dkey iov and its bytes live in bounded's state.
-            unsafe { lib.api.daos_obj_punch_dkeys(oh, sys::daos_handle_t::default(), 0, 1, &mut *s.dkey_iov, ev) }
+            // SAFETY: the dkey iov and its bytes live in bounded's state; `th` is NONE or an open
+            // transaction of the caller's.
+            unsafe { lib.api.daos_obj_punch_dkeys(oh, th, 0, 1, &mut *s.dkey_iov, ev) }
         })
         .map(|_| ())
     }

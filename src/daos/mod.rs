@@ -50,6 +50,11 @@ impl Error {
         self.der() == Some(-sys::DER_EXIST)
     }
 
+    /// A transaction's commit that must be retried (`DER_TX_RESTART`: a conflict).
+    pub fn is_tx_restart(&self) -> bool {
+        self.der() == Some(-sys::DER_TX_RESTART)
+    }
+
     /// A DAOS error saying the pool is full (`DER_NOSPACE`).
     pub fn is_nospace(&self) -> bool {
         self.der().is_some_and(rc_is_nospace)

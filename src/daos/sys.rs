@@ -22,6 +22,7 @@ pub const DAOS_COND_AKEY_INSERT: u64 = 1 << 4;
 /// `pi_bits`: query pool space.
 pub const DPI_SPACE: u64 = 1 << 0;
 pub const DER_NOSPACE: i32 = 1007;
+pub const DER_TX_RESTART: i32 = 2025;
 pub const DAOS_GET_MAX: u64 = 1 << 0;
 pub const DAOS_GET_RECX: u64 = 1 << 4;
 pub const DAOS_OT_MULTI_HASHED: u32 = 0;

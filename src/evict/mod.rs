@@ -53,6 +53,8 @@ const PENDING_CAP: usize = 1 << 18;
 const EVICT_LEASE_MS: u64 = 120_000;
 /// Longest one index call may take (they run on this thread, never on a transfer's path).
 const CALL_BOUND_MS: u64 = 5_000;
+/// Commits of one key's check-and-punch tried before the key is kept (it is being rewritten).
+const TX_TRIES: usize = 3;
 /// Batches the last flush of a stopping engine writes at most.
 const FINAL_BATCHES: usize = 8;
 /// Segment numbers tried past the tail hint before it is read again.
@@ -89,6 +91,7 @@ pub struct Counters {
     pub evicted_keys: AtomicU64,
     pub evicted_bytes: AtomicU64,
     pub kept_rewritten: AtomicU64,
+    pub tx_restarts: AtomicU64,
     pub nospace: AtomicU64,
     pub passes: AtomicU64,
 }
@@ -235,7 +238,7 @@ struct Segment {
 struct Worker {
     keys: Arc<Object>,
     index: Arc<Object>,
-    _cont: Arc<Container>,
+    cont: Arc<Container>,
     pool: Arc<Pool>,
     _init: InitGuard,
     rec: Arc<Recorder>,
@@ -573,7 +576,7 @@ impl Worker {
                 _ => {}
             }
         }
-        driven(|| self.index.punch_dkey(&dkey, bound()))?;
+        driven(|| self.index.punch_dkey(&dkey, None, bound()))?;
         Ok(Done { keys, bytes, finished: true, skipped: false })
     }
 
@@ -601,17 +604,30 @@ impl Worker {
         (keys, bytes)
     }
 
-    /// Punches the record's key if it still holds that write; true when punched.
+    /// Punches the record's key if it still holds that write; true when punched. The check and
+    /// the punch run in one transaction: a rewrite landing between them makes the commit fail
+    /// (`DER_TX_RESTART`), and the check runs again and finds the newer id. Without it, a punch
+    /// landing between two RPCs of a rewrite would leave the key with only the later one's range.
     fn evict_key(&self, r: &Record) -> Result<bool, Error> {
+        // One guard for the whole exchange (a few RPCs): the transaction is closed under it.
+        let Some(_drive) = crate::host::drive() else { return Err(Error::ShuttingDown) };
         let key = r.key.as_bytes();
-        let gen = driven(|| self.keys.get_sized(key, GEN_AKEY, 8, bound()))?;
-        if gen.as_deref().and_then(index::u64_from) != Some(r.id) {
-            // Rewritten since (or already gone): the newer write has its own record.
-            self.rec.counters.kept_rewritten.fetch_add(u64::from(gen.is_some()), Ordering::Relaxed);
-            return Ok(false);
+        for _ in 0..TX_TRIES {
+            let tx = self.cont.tx_open(bound())?;
+            let gen = self.keys.get_sized(key, GEN_AKEY, 8, Some(&tx), bound())?;
+            if gen.as_deref().and_then(index::u64_from) != Some(r.id) {
+                // Rewritten since (or already gone): the newer write has its own record.
+                self.rec.counters.kept_rewritten.fetch_add(u64::from(gen.is_some()), Ordering::Relaxed);
+                return Ok(false);
+            }
+            self.keys.punch_dkey(key, Some(&tx), bound())?;
+            match tx.commit(bound()) {
+                Ok(()) => return Ok(true),
+                Err(e) if e.is_tx_restart() => self.rec.counters.tx_restarts.fetch_add(1, Ordering::Relaxed),
+                Err(e) => return Err(e),
+            };
         }
-        driven(|| self.keys.punch_dkey(key, bound()))?;
-        Ok(true)
+        Ok(false) // written to again and again: it is in use, keep it
     }
 
     fn run(&mut self) {
@@ -678,7 +694,7 @@ impl Evictor {
         let mut w = Worker {
             keys,
             index,
-            _cont: cont,
+            cont,
             pool,
             _init: init,
             rec: rec.clone(),

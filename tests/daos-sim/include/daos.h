@@ -230,6 +230,14 @@ int daos_pool_disconnect(daos_handle_t poh, daos_event_t *ev);
 int daos_pool_query(daos_handle_t poh, d_rank_list_t **ranks, daos_pool_info_t *info, daos_prop_t *pool_prop,
 		    daos_event_t *ev);
 
+/* Transactions: daos-sim models a fetch and dkey punches inside one (see src/tx.rs); an update
+ * with a transaction handle returns -DER_NOTSUPPORTED. */
+int daos_tx_open(daos_handle_t coh, daos_handle_t *th, uint64_t flags, daos_event_t *ev);
+int daos_tx_commit(daos_handle_t th, daos_event_t *ev);
+int daos_tx_abort(daos_handle_t th, daos_event_t *ev);
+int daos_tx_close(daos_handle_t th, daos_event_t *ev);
+int daos_tx_restart(daos_handle_t th, daos_event_t *ev);
+
 int daos_cont_open2(daos_handle_t poh, const char *cont, unsigned int flags, daos_handle_t *coh,
 		    daos_cont_info_t *info, daos_event_t *ev);
 int daos_cont_close(daos_handle_t coh, daos_event_t *ev);

@@ -688,9 +688,94 @@ pub unsafe extern "C" fn daos_obj_close(oh: daos_handle_t, ev: *mut daos_event_t
     }
 }
 
+/// The transaction of an object call: Ok(None) for `DAOS_TX_NONE`, Err for a handle that is
+/// not a transaction, or one on another container.
+fn tx_of(th: daos_handle_t, o: &ObjH) -> Result<Option<Arc<crate::tx::TxH>>, c_int> {
+    if th.cookie == 0 {
+        return Ok(None);
+    }
+    match handles::tx(th) {
+        Some(t) if Arc::ptr_eq(&t.coh.cont, &o.coh.cont) => Ok(Some(t)),
+        _ => Err(-DER_NO_HDL),
+    }
+}
+
 fn tx_ok(th: daos_handle_t) -> bool {
-    // Transactions are not modelled: only DAOS_TX_NONE is a valid transaction handle.
+    // Calls that do not take part in transactions accept only DAOS_TX_NONE.
     th.cookie == 0
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_tx_open(
+    coh: daos_handle_t,
+    th: *mut daos_handle_t,
+    _flags: u64,
+    ev: *mut daos_event_t,
+) -> c_int {
+    // SAFETY: the caller keeps libdaos's contract for this entry point (valid handles, pointers
+    // valid for the sizes given, the event alive until reaped), which is all the operations below need.
+    unsafe {
+        let Some(c) = handles::cont(coh) else { return finish(ev, -DER_NO_HDL) };
+        if th.is_null() {
+            return finish(ev, -DER_INVAL);
+        }
+        *th = handles::insert(Hdl::Tx(Arc::new(crate::tx::TxH::new(c))));
+        finish(ev, 0)
+    }
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_tx_commit(th: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    // SAFETY: as for daos_tx_open.
+    unsafe {
+        let Some(t) = handles::tx(th) else { return finish(ev, -DER_NO_HDL) };
+        let work: Work = Box::new(move || t.commit());
+        submit(ev, obj_task(cost::Op::Other, 0, 0, 1.0, work))
+    }
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_tx_restart(th: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    // SAFETY: as for daos_tx_open.
+    unsafe {
+        let Some(t) = handles::tx(th) else { return finish(ev, -DER_NO_HDL) };
+        t.restart();
+        finish(ev, 0)
+    }
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_tx_abort(th: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    // SAFETY: as for daos_tx_open.
+    unsafe { daos_tx_restart(th, ev) }
+}
+
+/// # Safety
+/// C API contract.
+#[no_mangle]
+pub unsafe extern "C" fn daos_tx_close(th: daos_handle_t, ev: *mut daos_event_t) -> c_int {
+    // SAFETY: as for daos_tx_open.
+    unsafe {
+        let rc = {
+            let mut r = handles::write();
+            match r.get(&th.cookie) {
+                Some(Hdl::Tx(_)) => {
+                    r.remove(&th.cookie);
+                    0
+                }
+                _ => -DER_NO_HDL,
+            }
+        };
+        finish(ev, rc)
+    }
 }
 
 /// Records an object RPC and returns the task that completes it, ready when the cost model
@@ -748,8 +833,13 @@ unsafe fn obj_rw(
     // below need.
     unsafe {
         let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
-        if !tx_ok(th) {
-            return finish(ev, -DER_NO_HDL);
+        let tx = match tx_of(th, &o) {
+            Ok(t) => t,
+            Err(rc) => return finish(ev, rc),
+        };
+        if update && tx.is_some() {
+            tracing::warn!("daos-sim: updates inside a transaction are not modelled");
+            return finish(ev, -DER_NOTSUPPORTED);
         }
         let checked = match io::check_io(&o, flags, dkey, nr, iods, sgls, update) {
             Ok(c) => c,
@@ -777,7 +867,19 @@ unsafe fn obj_rw(
         let op = if update { cost::Op::Update } else { cost::Op::Fetch };
         let copies = o.write_copies;
         let a = RwArgs { o, flags, dkey, nr, iods, sgls };
-        let work: Work = if update { Box::new(move || a.update()) } else { Box::new(move || a.fetch()) };
+        let work: Work = match tx {
+            Some(t) => Box::new(move || {
+                let rc = a.fetch();
+                if rc == 0 {
+                    if let Ok(dk) = io::key(a.dkey, a.o.dkey_u64()) {
+                        t.read(&a.o, dk);
+                    }
+                }
+                rc
+            }),
+            None if update => Box::new(move || a.update()),
+            None => Box::new(move || a.fetch()),
+        };
         submit(ev, obj_task(op, checked.recxs, checked.bytes, copies, work))
     }
 }
@@ -850,13 +952,22 @@ unsafe fn punch(
     // below need.
     unsafe {
         let Some(o) = handles::obj(oh) else { return finish(ev, -DER_NO_HDL) };
-        if !tx_ok(th) {
-            return finish(ev, -DER_NO_HDL);
-        }
+        let tx = match tx_of(th, &o) {
+            Ok(t) => t,
+            Err(rc) => return finish(ev, rc),
+        };
         if let Err(rc) = io::check_punch(&o, &what, dkey, akeys) {
             return finish(ev, rc);
         }
         STATS.punch.fetch_add(1, Relaxed);
+        if let Some(t) = tx {
+            // Held back until the commit (only dkey punches are modelled in a transaction).
+            let PunchWhat::Dkey = what else { return finish(ev, -DER_NOTSUPPORTED) };
+            let Ok(dk) = io::key(dkey, o.dkey_u64()) else { return finish(ev, -DER_INVAL) };
+            let dk = dk.to_vec();
+            let work: Work = Box::new(move || t.punch(&o, &dk));
+            return submit(ev, obj_task(cost::Op::Other, 0, 0, 1.0, work));
+        }
         let a = PunchArgs { o, flags, what, dkey, akeys };
         submit(ev, obj_task(cost::Op::Other, 0, 0, 1.0, Box::new(move || a.run())))
     }

@@ -69,6 +69,7 @@ pub enum Hdl {
     Cont(Arc<ContH>),
     Obj(Arc<ObjH>),
     Eq(Arc<Eq>),
+    Tx(Arc<crate::tx::TxH>),
 }
 
 type Reg = RwLock<FastMap<u64, Hdl>>;
@@ -104,6 +105,13 @@ pub fn cont(h: daos_handle_t) -> Option<Arc<ContH>> {
 pub fn obj(h: daos_handle_t) -> Option<Arc<ObjH>> {
     match lookup(h) {
         Some(Hdl::Obj(o)) => Some(o),
+        _ => None,
+    }
+}
+
+pub fn tx(h: daos_handle_t) -> Option<Arc<crate::tx::TxH>> {
+    match lookup(h) {
+        Some(Hdl::Tx(t)) => Some(t),
         _ => None,
     }
 }

@@ -411,6 +411,7 @@ pub unsafe fn exec_update(
             }
             STATS.single_bytes_written.fetch_add(single, Relaxed);
             space.account(before, held_bytes(&g, iods));
+            g.version += 1;
             STATS.bytes_written.fetch_add(bytes, Relaxed);
             return 0;
         }

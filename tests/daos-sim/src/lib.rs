@@ -16,6 +16,7 @@ mod io;
 pub mod sim;
 pub mod space;
 mod store;
+mod tx;
 
 pub use api::*;
 pub use errstr::{d_errdesc, d_errstr};

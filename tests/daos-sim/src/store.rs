@@ -269,6 +269,8 @@ pub struct DkeyData {
     /// Set when the dkey was punched while someone held its `Arc`: writers then look it up again.
     pub dead: bool,
     pub akeys: FastMap<Box<[u8]>, AkeyVal>,
+    /// Bumped by every update: a transaction that read the dkey conflicts with any update since.
+    pub version: u64,
 }
 
 pub type DkeyRef = Arc<RwLock<DkeyData>>;
@@ -288,6 +290,40 @@ impl ObjData {
             return d;
         }
         self.dkeys.write().entry(key.into()).or_default().clone()
+    }
+
+    /// A transaction's punch: removes the dkey only if it is still the one that was read
+    /// (`seen`: its `Arc` address and version, None for absent). Ok(bytes freed) or Err(()) on a
+    /// conflict. The check and the removal happen under the dkey's lock, so no update slips
+    /// between them.
+    pub fn remove_dkey_if(&self, key: &[u8], seen: Option<(usize, u64)>) -> Result<u64, ()> {
+        let Some(d) = self.dkey(key) else {
+            return if seen.is_none() { Ok(0) } else { Err(()) };
+        };
+        let held = {
+            let mut g = d.write();
+            let now = (!g.dead && !g.akeys.is_empty()).then(|| (Arc::as_ptr(&d) as usize, g.version));
+            if now != seen {
+                return Err(());
+            }
+            g.dead = true;
+            let held = g.akeys.values().map(AkeyVal::bytes_held).sum();
+            g.akeys.clear();
+            held
+        };
+        let mut m = self.dkeys.write();
+        if m.get(key).is_some_and(|cur| Arc::ptr_eq(cur, &d)) {
+            m.remove(key);
+        }
+        Ok(held)
+    }
+
+    /// What a transaction records of a dkey it read: its `Arc` address and version, None when
+    /// absent (or empty).
+    pub fn seen(&self, key: &[u8]) -> Option<(usize, u64)> {
+        let d = self.dkey(key)?;
+        let g = d.read();
+        (!g.dead && !g.akeys.is_empty()).then(|| (Arc::as_ptr(&d) as usize, g.version))
     }
 
     /// Removes a dkey (punch). Returns whether it held any akey, and the bytes it held.

@@ -11,7 +11,9 @@
 #      skipped when neither is there (--no-real skips it always);
 #   3. on that real engine, bench/calibrate.py: fits daos-sim's cost model to it and prints the
 #      issue's four layouts' fold/nofold ratios on both, PASS when within 25%;
-#   4. bench/side_by_side.py: one table of real DAOS, daos-sim and POSIX.
+#   4. bench/side_by_side.py: one table of real DAOS, daos-sim and POSIX;
+#   5. bench/evict_bench.py: writes into a full pool with eviction against an empty pool, on
+#      daos-sim and on a fresh 2 GiB pool of a local engine.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
 # to results/<timestamp>/{sim,real}/. About 5 minutes on 2 cores. Same set-up as ci/test.sh.
@@ -86,6 +88,24 @@ esac
 
 if [ -f "$out/sim/results.json" ]; then
 	"$VPY" bench/side_by_side.py "$out/sim" $([ -f "$out/real/results.json" ] && echo "$out/real")
+fi
+
+# 5. Eviction: writes with the pool full and eviction making room, beside the same writes into
+# the empty pool (bench/evict_bench.py), on daos-sim and, with a local engine, on a fresh 2 GiB
+# pool of its own (the reclaim delay of real DAOS makes that run take 4-5 minutes).
+say "bench/evict_bench.py --sim (eviction on daos-sim)"
+timeout --signal=KILL 900 "$VPY" bench/evict_bench.py --sim || { say "evict_bench.py --sim failed"; rc=1; }
+if [ "$real" = 1 ] && [ -x "$local_daos" ] && [ "$(id -u)" = 0 ] && [ -z "${DAOS_POOL:-}" ]; then
+	say "bench/evict_bench.py --real (a fresh engine with a 2 GiB pool; waiting for /tmp/daos-real.lock)"
+	flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_SCM_GB=4 DAOS_LOCAL_POOL_SIZE=2GiB DAOS_LOCAL_TARGETS=2 bash -c '
+		D=$1 VPY=$2
+		log=$(mktemp)
+		if ! "$D" start >"$log" 2>&1; then tail -20 "$log"; "$D" stop >/dev/null 2>&1; exit 3; fi
+		eval "$("$D" env)"
+		"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" evict-bench >/dev/null
+		DAOS_CONT=evict-bench timeout --signal=KILL 1800 "$VPY" bench/evict_bench.py --real --pool-mib 2048; rc=$?
+		"$D" stop >/dev/null 2>&1
+		exit $rc' _ "$local_daos" "$VPY" || { say "evict_bench.py --real failed"; rc=1; }
 fi
 
 case $rc in

@@ -46,6 +46,9 @@ const PARK: Duration = Duration::from_millis(100);
 /// First and longest wait before a write refused for space is sent again (eviction on).
 const NOSPACE_RETRY_FIRST: Duration = Duration::from_millis(50);
 const NOSPACE_RETRY_MAX: Duration = Duration::from_millis(1000);
+/// How long after its first refusal a write is sent again even when eviction has not (yet)
+/// said space is coming: its first pass takes a moment.
+const NOSPACE_GRACE: Duration = Duration::from_millis(2000);
 
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
@@ -55,8 +58,10 @@ pub struct Op {
     io: IoDesc,
     /// The transfer it belongs to.
     attempt: Option<Arc<Attempt>>,
-    /// Wait before the next send of a write refused for space (doubles each time).
+    /// Wait before the next send of a write refused for space (doubles each time), and when it
+    /// was first refused.
     backoff: Duration,
+    refused_at: Option<Instant>,
     /// The write posting this update belongs to, for eviction's record (None with eviction off,
     /// and for reads).
     posting: Option<Arc<Posting>>,
@@ -77,6 +82,7 @@ impl Op {
             io: IoDesc::new(kind, key.clone(), extents, gen),
             attempt,
             backoff: NOSPACE_RETRY_FIRST,
+            refused_at: None,
             posting,
         })
     }
@@ -436,7 +442,9 @@ impl Lane {
                 r.out_of_space();
                 // Eviction is making room: send the write again after a while, as long as its
                 // request wants it (not past its deadline, failed or released) and the lanes run.
-                if !self.stop.load(Ordering::Acquire) {
+                let first = *op.refused_at.get_or_insert_with(Instant::now);
+                let worth = r.room_expected() || first.elapsed() < NOSPACE_GRACE;
+                if worth && !self.stop.load(Ordering::Acquire) {
                     if let Some(a) = op.attempt.clone().filter(|a| a.wants_more()) {
                         a.requeue();
                         let wait = op.backoff;

@@ -182,6 +182,11 @@ impl Posting {
 /// What the lanes tell eviction: writes that completed (records) and writes refused for space.
 pub struct Recorder {
     writer: u64,
+    /// Until when (Unix ms) space is expected back: bytes punched by this engine or, by the
+    /// ledger, by another within the reclaim window. A write refused for space is sent again
+    /// only while this lies ahead (or in its first moments, before eviction had a look), so
+    /// that a pool full of what eviction cannot touch fails writes at once, not at the deadline.
+    room_until_ms: AtomicU64,
     pending: Mutex<VecDeque<Record>>,
     pressure: AtomicBool,
     wake: Condvar,
@@ -194,6 +199,7 @@ impl Recorder {
         let writer = engine_id();
         Recorder {
             writer,
+            room_until_ms: AtomicU64::new(0),
             pending: Mutex::new(VecDeque::new()),
             pressure: AtomicBool::new(false),
             wake: Condvar::new(),
@@ -212,6 +218,11 @@ impl Recorder {
         p.push_back(Record { key: key.clone(), id, bytes });
         self.counters.recorded.fetch_add(1, Ordering::Relaxed);
         self.counters.recorded_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether space is expected back (see `room_until_ms`).
+    pub fn room_expected(&self) -> bool {
+        self.room_until_ms.load(Ordering::Relaxed) > now_ms()
     }
 
     /// A write was refused for space: evict now rather than at the next check.
@@ -256,6 +267,10 @@ struct Worker {
     /// The write rate, sampled at each space check from `recorded_bytes`.
     rate: policy::Rate,
     rate_at: (Instant, u64),
+    /// Free bytes at the last check, and the bytes this engine had written by then: a rise of
+    /// the free space beyond what was written since is punched space come back (DAOS returns it
+    /// at once when it aggregates), which ends those punches' credit before the window does.
+    free_at: Option<(u64, u64)>,
 }
 
 fn bound() -> Bound {
@@ -348,6 +363,19 @@ impl Worker {
     }
 
     /// Bytes punched within the reclaim window.
+    /// Space came back (`n` bytes): the oldest punches are reclaimed, so they no longer count.
+    fn reclaimed(&mut self, mut n: u64) {
+        while n > 0 {
+            let Some(front) = self.punched.front_mut() else { return };
+            let take = front.1.min(n);
+            front.1 -= take;
+            n -= take;
+            if front.1 == 0 {
+                self.punched.pop_front();
+            }
+        }
+    }
+
     fn credit(&mut self) -> u64 {
         let window = self.settings.reclaim;
         while self.punched.front().is_some_and(|(t, _)| t.elapsed() >= window) {
@@ -380,6 +408,12 @@ impl Worker {
         };
         let total = space.total();
         let free = (space.free_fraction() * total as f64) as u64;
+        if let Some((free0, written0)) = self.free_at {
+            // Own writes since took space; what free rose beyond that came back.
+            let back = free.saturating_add(written.saturating_sub(written0)).saturating_sub(free0);
+            self.reclaimed(back);
+        }
+        self.free_at = Some((free, written));
         let credit = self.credit();
         let demand = self.rate.over(self.settings.reclaim.as_secs_f64());
         // Every engine on the container sees the same pool: each counts the others' pending
@@ -391,6 +425,7 @@ impl Worker {
         let need = policy::to_evict(total, free, all_credit, self.settings.keep_free, all_demand, urgent);
         let goal = policy::share(need, demand, all_demand, others.engines + 1);
         self.write_ledger(credit, demand);
+        self.expect_room(all_credit);
         if goal == 0 {
             return;
         }
@@ -408,12 +443,19 @@ impl Worker {
         }
         let credit_now = self.credit();
         self.write_ledger(credit_now, demand);
+        self.expect_room(credit_now.saturating_add(others.credit));
         tracing::info!(
             pool = %self.pool.label, total, free, credit, demand, others = others.engines, others_credit = others.credit,
             need, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
             "DAOS backend evicted its oldest keys to keep {:.0}% of the pool free",
             self.settings.keep_free * 100.0
         );
+    }
+
+    /// Space is expected back within the reclaim window when something was punched within it.
+    fn expect_room(&self, pending: u64) {
+        let until = if pending > 0 { now_ms() + self.settings.reclaim.as_millis() as u64 } else { 0 };
+        self.rec.room_until_ms.store(until, Ordering::Relaxed);
     }
 
     /// The other engines' entries in the ledger that are fresh (updated within the reclaim
@@ -708,6 +750,7 @@ impl Evictor {
             last_urgent: None,
             rate: policy::Rate::default(),
             rate_at: (Instant::now(), 0),
+            free_at: None,
         };
         let thread = std::thread::Builder::new()
             .name("nixl-daos-evict".into())

@@ -11,13 +11,16 @@ import time
 import daoskit
 from real_faults_common import ERRS
 
-# A pool too small for what is written into it: writes fail with a message naming the pool and
-# what to do; once another container's space is freed, the same backend writes again.
+# A pool too small for what is written into it, with eviction off (on, the filler would evict
+# its own keys and keep writing: tests/e2e/test_real_evict.py): writes fail with a message
+# naming the pool and what to do; once another container's space is freed, the same backend
+# writes again.
 pool, daos_bin = sys.argv[1], sys.argv[2]
 size = 8 << 20
 data = daoskit.pattern(size)
-filler = daoskit.DaosAgent(params={"pool": pool, "container": "filler", "create_container": "true"})
-kv = daoskit.DaosAgent(params={"pool": pool, "container": "kv", "create_container": "true"})
+common = {"pool": pool, "create_container": "true", "evict": "false"}
+filler = daoskit.DaosAgent(params={**common, "container": "filler"})
+kv = daoskit.DaosAgent(params={**common, "container": "kv"})
 kv.put(daoskit.unique_key("before"), data[:4096])
 filled, full_error = 0, None
 for _ in range(200):

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 #
-# Space-reclaim facts on a REAL DAOS 2.8 engine (single node, tmpfs, /work/shared/daos/daos-local.sh),
+# Space-reclaim facts on a REAL DAOS 2.8 engine (single node, tmpfs, ../shared/daos/daos-local.sh),
 # for the eviction code: daos_pool_info_t layout, how daos_pool_query free space tracks writes,
 # when -DER_NOSPACE hits, how long after daos_obj_punch_dkeys the space (and writes) come back,
 # write/punch steady state near full, and a few object-API semantics. Findings:
@@ -20,7 +20,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-DL=/work/shared/daos/daos-local.sh
+# The DAOS package beside the repository (../shared/daos), or NIXL_DAOS_LOCAL.
+DL=${NIXL_DAOS_LOCAL:-$(cd "$HERE/../.." && pwd)/shared/daos/daos-local.sh}
 OUT=${1:-/tmp/reclaim_probe.$(date -u +%Y%m%dT%H%M%SZ)}
 STEADY_SECS=${RP_STEADY_SECS:-90}
 STEADY_PCT=${RP_STEADY_PCT:-90}

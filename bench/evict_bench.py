@@ -45,7 +45,8 @@ def run(tag: str, n: int) -> dict:
         env.update(DAOS_SIM_POOL_BYTES=str(a.pool_mib << 20), DAOS_SIM_RECLAIM_MS=str(a.reclaim_ms))
         env.pop("NIXL_DAOS_TESTBED", None)
         # daoskit turns eviction off on daos-sim (for its counting tests): the plugin's default is on.
-        env["NIXL_DAOS_FILL_PARAMS"] = json.dumps({"evict": "true"})
+        # The plugin's reclaim window (40 s by default, from the real engine) set to daos-sim's delay.
+        env["NIXL_DAOS_FILL_PARAMS"] = json.dumps({"evict": "true", "evict_reclaim_ms": str(a.reclaim_ms + 500)})
     else:
         env["NIXL_DAOS_TESTBED"] = "1"
     cmd = [sys.executable, str(FILL), f"{tag}-{uuid.uuid4().hex[:8]}", str(n), str(SIZE), str(a.window), "1"]

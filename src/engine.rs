@@ -71,7 +71,8 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
 /// Eviction's counters (`Engine::eviction`): writes recorded in the index and flushed to it,
 /// records dropped while the index could not be written, segments claimed, keys and bytes
 /// evicted, keys kept because they were rewritten since, check-and-punch transactions restarted
-/// by a conflicting write, writes refused for space, passes.
+/// by a conflicting write, keys a write left in part (punched), keys skipped for an error,
+/// writes refused for space, passes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EvictionStats {
     pub recorded: u64,
@@ -82,6 +83,8 @@ pub struct EvictionStats {
     pub evicted_bytes: u64,
     pub kept_rewritten: u64,
     pub tx_restarts: u64,
+    pub torn: u64,
+    pub skipped_errors: u64,
     pub refused_for_space: u64,
     pub passes: u64,
 }
@@ -431,6 +434,8 @@ impl Engine {
             evicted_bytes: n(&c.evicted_bytes),
             kept_rewritten: n(&c.kept_rewritten),
             tx_restarts: n(&c.tx_restarts),
+            torn: n(&c.torn),
+            skipped_errors: n(&c.skipped_errors),
             refused_for_space: n(&c.nospace),
             passes: n(&c.passes),
         })

@@ -631,6 +631,14 @@ impl Lanes {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        // A lane that reaped a refused write just before it saw `stop` may have put it back
+        // after the drain above: nothing launches it any more, so it fails now.
+        let mut late: Vec<_> = self.shared.waiting.lock().drain(..).collect();
+        late.extend(self.shared.retry.lock().drain(..).map(|(_, op)| op));
+        self.shared.waiting_len.store(0, Ordering::SeqCst);
+        for op in late {
+            op.fail(Error::ShuttingDown, false);
+        }
         if let Some(_drive) = crate::host::drive() {
             self.shared.orphans.reap(self.shared.lib);
         }

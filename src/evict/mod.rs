@@ -53,6 +53,9 @@ const PENDING_CAP: usize = 1 << 18;
 const EVICT_LEASE_MS: u64 = 120_000;
 /// Longest one index call may take (they run on this thread, never on a transfer's path).
 const CALL_BOUND_MS: u64 = 5_000;
+/// Another engine's segment younger than this may still get batches (it writes into one for
+/// `SEGMENT_AGE`): it is not punched yet.
+const OWNER_SLACK_MS: u64 = 3 * SEGMENT_AGE.as_millis() as u64;
 /// Commits of one key's check-and-punch tried before the key is kept (it is being rewritten).
 const TX_TRIES: usize = 3;
 /// Batches the last flush of a stopping engine writes at most.
@@ -92,6 +95,8 @@ pub struct Counters {
     pub evicted_bytes: AtomicU64,
     pub kept_rewritten: AtomicU64,
     pub tx_restarts: AtomicU64,
+    pub torn: AtomicU64,
+    pub skipped_errors: AtomicU64,
     pub nospace: AtomicU64,
     pub passes: AtomicU64,
 }
@@ -147,14 +152,14 @@ impl WriteIds {
 pub struct Posting {
     rec: Arc<Recorder>,
     id: u64,
-    /// Per key: folds not yet settled, bytes landed so far.
-    keys: Mutex<HashMap<ObjectKey, (usize, u64)>>,
+    /// Per key: folds not yet settled, bytes landed so far, whether one failed.
+    keys: Mutex<HashMap<ObjectKey, (usize, u64, bool)>>,
 }
 
 impl Posting {
     /// `folds`: the key of each fold of the posting.
     pub fn new<'a>(rec: Arc<Recorder>, id: u64, folds: impl Iterator<Item = &'a ObjectKey>) -> Posting {
-        let mut keys: HashMap<ObjectKey, (usize, u64)> = HashMap::new();
+        let mut keys: HashMap<ObjectKey, (usize, u64, bool)> = HashMap::new();
         for k in folds {
             keys.entry(k.clone()).or_default().0 += 1;
         }
@@ -162,19 +167,27 @@ impl Posting {
     }
 
     /// One fold of `key` is settled: `landed` bytes of it are in DAOS (None: nothing landed).
+    /// A key some of whose folds landed and some not holds part of this write beside whatever
+    /// was there (or holes, which a read would report as success): it is evicted first, not
+    /// in its turn (`Recorder::torn`), as soon as the eviction thread sees it.
     pub fn settle(&self, key: &ObjectKey, landed: Option<u64>) {
         let done = {
             let mut keys = self.keys.lock();
             let Some(e) = keys.get_mut(key) else { return };
             e.0 = e.0.saturating_sub(1);
-            e.1 += landed.unwrap_or(0);
+            match landed {
+                Some(b) => e.1 += b,
+                None => e.2 = true,
+            }
             if e.0 > 0 {
                 return;
             }
-            keys.remove(key).map(|(_, b)| b)
+            keys.remove(key)
         };
-        if let Some(bytes) = done.filter(|&b| b > 0) {
-            self.rec.wrote(key, self.id, bytes);
+        match done {
+            Some((_, bytes, true)) if bytes > 0 => self.rec.torn(key, self.id, bytes),
+            Some((_, bytes, false)) if bytes > 0 => self.rec.wrote(key, self.id, bytes),
+            _ => {}
         }
     }
 }
@@ -188,6 +201,9 @@ pub struct Recorder {
     /// that a pool full of what eviction cannot touch fails writes at once, not at the deadline.
     room_until_ms: AtomicU64,
     pending: Mutex<VecDeque<Record>>,
+    /// Keys a write left in part (see `Posting::settle`): punched at the next wake-up, while
+    /// they still hold that write.
+    torn: Mutex<Vec<Record>>,
     pressure: AtomicBool,
     wake: Condvar,
     wake_lock: Mutex<()>,
@@ -201,6 +217,7 @@ impl Recorder {
             writer,
             room_until_ms: AtomicU64::new(0),
             pending: Mutex::new(VecDeque::new()),
+            torn: Mutex::new(Vec::new()),
             pressure: AtomicBool::new(false),
             wake: Condvar::new(),
             wake_lock: Mutex::new(()),
@@ -218,6 +235,14 @@ impl Recorder {
         p.push_back(Record { key: key.clone(), id, bytes });
         self.counters.recorded.fetch_add(1, Ordering::Relaxed);
         self.counters.recorded_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A write of `key` landed only in part: its key is punched soon (see `Posting::settle`).
+    pub fn torn(&self, key: &ObjectKey, id: u64, bytes: u64) {
+        self.counters.torn.fetch_add(1, Ordering::Relaxed);
+        self.torn.lock().push(Record { key: key.clone(), id, bytes });
+        let _g = self.wake_lock.lock();
+        self.wake.notify_one();
     }
 
     /// Whether space is expected back (see `room_until_ms`).
@@ -264,13 +289,9 @@ struct Worker {
     punched: VecDeque<(Instant, u64)>,
     last_check: Option<Instant>,
     last_urgent: Option<Instant>,
-    /// The write rate, sampled at each space check from `recorded_bytes`.
-    rate: policy::Rate,
-    rate_at: (Instant, u64),
-    /// Free bytes at the last check, and the bytes this engine had written by then: a rise of
-    /// the free space beyond what was written since is punched space come back (DAOS returns it
-    /// at once when it aggregates), which ends those punches' credit before the window does.
-    free_at: Option<(u64, u64)>,
+    /// Bytes written over the last reclaim window, sampled at each check from `recorded_bytes`.
+    demand: policy::Demand,
+    written_before: u64,
 }
 
 fn bound() -> Bound {
@@ -299,7 +320,10 @@ impl Worker {
 
     /// Claims a new segment number above every one this engine knows.
     fn claim_segment(&mut self) -> Result<Segment, Error> {
-        let mut n = self.tail.max(self.hint(index::TAIL_DKEY)?.unwrap_or(0)) + 1;
+        // Above both hints: a number below the head may be free again (evicted, punched), and
+        // a segment claimed there would be older than everything and never be read.
+        let head = self.hint(index::HEAD_DKEY)?.unwrap_or(0);
+        let mut n = self.tail.max(self.hint(index::TAIL_DKEY)?.unwrap_or(0)).max(head) + 1;
         let claim = Claim { who: self.rec.writer, at_ms: now_ms() }.to_bytes();
         for _ in 0..CLAIM_TRIES {
             let put: [Put; 1] = [(index::OWNER_AKEY, Some(&claim))];
@@ -363,19 +387,6 @@ impl Worker {
     }
 
     /// Bytes punched within the reclaim window.
-    /// Space came back (`n` bytes): the oldest punches are reclaimed, so they no longer count.
-    fn reclaimed(&mut self, mut n: u64) {
-        while n > 0 {
-            let Some(front) = self.punched.front_mut() else { return };
-            let take = front.1.min(n);
-            front.1 -= take;
-            n -= take;
-            if front.1 == 0 {
-                self.punched.pop_front();
-            }
-        }
-    }
-
     fn credit(&mut self) -> u64 {
         let window = self.settings.reclaim;
         while self.punched.front().is_some_and(|(t, _)| t.elapsed() >= window) {
@@ -393,9 +404,8 @@ impl Worker {
         }
         self.last_check = Some(Instant::now());
         let written = self.rec.counters.recorded_bytes.load(Ordering::Relaxed);
-        let (at, before) = self.rate_at;
-        self.rate.sample(written.saturating_sub(before), at.elapsed().as_secs_f64());
-        self.rate_at = (Instant::now(), written);
+        self.demand.sample(written.saturating_sub(self.written_before), self.settings.reclaim);
+        self.written_before = written;
         if urgent {
             self.last_urgent = Some(Instant::now());
         }
@@ -408,14 +418,8 @@ impl Worker {
         };
         let total = space.total();
         let free = (space.free_fraction() * total as f64) as u64;
-        if let Some((free0, written0)) = self.free_at {
-            // Own writes since took space; what free rose beyond that came back.
-            let back = free.saturating_add(written.saturating_sub(written0)).saturating_sub(free0);
-            self.reclaimed(back);
-        }
-        self.free_at = Some((free, written));
         let credit = self.credit();
-        let demand = self.rate.over(self.settings.reclaim.as_secs_f64());
+        let demand = self.demand.bytes();
         // Every engine on the container sees the same pool: each counts the others' pending
         // reclaim and demand too (the ledger), and evicts its share of what all of them need,
         // or N engines would each evict the whole deficit.
@@ -423,7 +427,7 @@ impl Worker {
         let all_credit = credit.saturating_add(others.credit);
         let all_demand = demand.saturating_add(others.demand);
         let need = policy::to_evict(total, free, all_credit, self.settings.keep_free, all_demand, urgent);
-        let goal = policy::share(need, demand, all_demand, others.engines + 1);
+        let goal = policy::share(need, demand, all_demand, others.engines + 1, urgent);
         self.write_ledger(credit, demand);
         self.expect_room(all_credit);
         if goal == 0 {
@@ -578,10 +582,17 @@ impl Worker {
                 }
             }
         }
-        // Our own segment: new records go to a fresh one from now on.
+        // Our own segment: new records go to a fresh one from now on. Another engine's that it
+        // may still append to (claimed less than OWNER_SLACK ago): its batches are evicted, but
+        // the segment stays, or a batch appended meanwhile would be punched unread (or recreate
+        // the segment below the head, where nobody reads).
         if self.seg.as_ref().is_some_and(|s| s.n == n) {
             self.seg = None;
         }
+        let live_elsewhere = vals[0]
+            .as_deref()
+            .and_then(Claim::from_bytes)
+            .is_some_and(|c| c.who != me.who && me.at_ms.saturating_sub(c.at_ms) < OWNER_SLACK_MS);
         let (mut keys, mut bytes) = (0, 0);
         for (k, v) in vals[2..].iter().enumerate() {
             let Some(v) = v else { continue };
@@ -602,10 +613,19 @@ impl Worker {
                             }
                             return Ok(Done { keys, bytes, finished: false, skipped: false });
                         }
-                        if self.evict_key(r)? {
-                            keys += 1;
-                            bytes += r.bytes;
-                            self.punched.push_back((Instant::now(), r.bytes));
+                        match self.evict_key(r) {
+                            Ok(true) => {
+                                keys += 1;
+                                bytes += r.bytes;
+                                self.punched.push_back((Instant::now(), r.bytes));
+                            }
+                            Ok(false) => {}
+                            Err(Error::ShuttingDown) => return Err(Error::ShuttingDown),
+                            // One key's trouble must not hold the segment back: skip it.
+                            Err(e) => {
+                                self.rec.counters.skipped_errors.fetch_add(1, Ordering::Relaxed);
+                                tracing::debug!("eviction: key {}: {e}; skipped", r.key.display());
+                            }
                         }
                     }
                 }
@@ -618,8 +638,25 @@ impl Worker {
                 _ => {}
             }
         }
+        if live_elsewhere {
+            return Ok(Done { keys, bytes, finished: false, skipped: true });
+        }
         driven(|| self.index.punch_dkey(&dkey, None, bound()))?;
         Ok(Done { keys, bytes, finished: true, skipped: false })
+    }
+
+    /// Punches the keys writes left in part, while they still hold that write.
+    fn punch_torn(&mut self) {
+        let torn: Vec<Record> = std::mem::take(&mut *self.rec.torn.lock());
+        for r in torn {
+            match self.evict_key(&r) {
+                Ok(true) => self.punched.push_back((Instant::now(), r.bytes)),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!("eviction: a key written in part ({}) could not be punched: {e}", r.key.display())
+                }
+            }
+        }
     }
 
     /// Evicts about `goal` bytes from the records not yet written to the index, oldest first.
@@ -656,7 +693,15 @@ impl Worker {
         let key = r.key.as_bytes();
         for _ in 0..TX_TRIES {
             let tx = self.cont.tx_open(bound())?;
-            let gen = self.keys.get_sized(key, GEN_AKEY, 8, Some(&tx), bound())?;
+            let gen = match self.keys.get_sized(key, GEN_AKEY, 8, Some(&tx), bound()) {
+                Ok(g) => g,
+                // DAOS may ask a transaction's read to restart too (its uncertainty check).
+                Err(e) if e.is_tx_restart() => {
+                    self.rec.counters.tx_restarts.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if gen.as_deref().and_then(index::u64_from) != Some(r.id) {
                 // Rewritten since (or already gone): the newer write has its own record.
                 self.rec.counters.kept_rewritten.fetch_add(u64::from(gen.is_some()), Ordering::Relaxed);
@@ -685,6 +730,7 @@ impl Worker {
             if crate::host::exiting() {
                 return;
             }
+            self.punch_torn();
             self.flush();
             if self.stop.load(Ordering::Acquire) {
                 return;
@@ -748,9 +794,8 @@ impl Evictor {
             punched: VecDeque::new(),
             last_check: None,
             last_urgent: None,
-            rate: policy::Rate::default(),
-            rate_at: (Instant::now(), 0),
-            free_at: None,
+            demand: policy::Demand::default(),
+            written_before: 0,
         };
         let thread = std::thread::Builder::new()
             .name("nixl-daos-evict".into())

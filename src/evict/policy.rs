@@ -7,9 +7,9 @@
 //! Past the window the credit lapses, so a pool whose space did not come back is evicted
 //! further.
 //!
-//! The share kept free also follows the writes: what the engine writes during one reclaim
+//! The share kept free also follows the writes: what the engines write during one reclaim
 //! window must fit into what is free, or writes wait for space until the punched bytes come
-//! back. So the room kept is the larger of `keep_free` and the recent write rate times the
+//! back. So the room kept is the larger of `keep_free` and what was written over the last
 //! window (capped at `MAX_HEADROOM`, so a burst cannot empty the cache).
 
 /// Bytes evicted beyond the deficit, so that one pass buys room for a while (share of total).
@@ -45,38 +45,50 @@ pub fn to_evict(total: u64, free: u64, credit: u64, keep_free: f64, demand: u64,
 
 /// This engine's part of `need` (what all engines on the container must evict): in proportion
 /// to its demand (who writes more frees more), or an equal part of `engines` when nobody writes.
-pub fn share(need: u64, mine: u64, all: u64, engines: usize) -> u64 {
+/// An engine whose write was just refused (`urgent`) takes at least an equal part, whatever its
+/// demand: its writes must not wait for engines that see no shortage.
+pub fn share(need: u64, mine: u64, all: u64, engines: usize, urgent: bool) -> u64 {
     if need == 0 {
         return 0;
     }
+    let equal = need.div_ceil(engines.max(1) as u64);
     if all == 0 {
-        return need.div_ceil(engines.max(1) as u64);
+        return equal;
     }
-    ((need as f64) * (mine as f64 / all as f64)).ceil() as u64
+    let by_demand = ((need as f64) * (mine as f64 / all as f64)).ceil() as u64;
+    if urgent {
+        by_demand.max(equal)
+    } else {
+        by_demand
+    }
 }
 
-/// The recent write rate, bytes per second: follows a rise at once and decays slowly
-/// (`DECAY` per second), so a pause between bursts does not forget the burst.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Rate {
-    per_s: f64,
+/// The bytes written over the last window (a sliding sum of per-check samples): what the next
+/// window is expected to write. A sum, not a peak rate: the backlog of writes that waited for
+/// space completes within one check once space comes back, and a rate taken then would keep
+/// half the pool free for nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Demand {
+    samples: std::collections::VecDeque<(std::time::Instant, u64)>,
 }
 
-impl Rate {
-    pub const DECAY: f64 = 0.97;
-
-    /// `bytes` written over the last `secs`.
-    pub fn sample(&mut self, bytes: u64, secs: f64) {
-        if secs <= 0.0 {
+impl Demand {
+    /// `bytes` written since the last sample.
+    pub fn sample(&mut self, bytes: u64, window: std::time::Duration) {
+        if window.is_zero() {
+            // No reclaim delay: nothing written needs room kept for it.
+            self.samples.clear();
             return;
         }
-        let now = bytes as f64 / secs;
-        self.per_s = now.max(self.per_s * Self::DECAY.powf(secs));
+        let now = std::time::Instant::now();
+        self.samples.push_back((now, bytes));
+        while self.samples.front().is_some_and(|(t, _)| now.duration_since(*t) > window) {
+            self.samples.pop_front();
+        }
     }
 
-    /// Bytes expected over `secs` at this rate.
-    pub fn over(&self, secs: f64) -> u64 {
-        (self.per_s * secs) as u64
+    pub fn bytes(&self) -> u64 {
+        self.samples.iter().map(|(_, b)| b).sum()
     }
 }
 
@@ -103,52 +115,26 @@ mod tests {
 
     #[test]
     fn engines_share_the_eviction_by_demand() {
-        assert_eq!(share(100, 1, 4, 2), 25, "a quarter of the writes: a quarter of the eviction");
-        assert_eq!(share(100, 0, 4, 2), 0, "an idle engine leaves it to the writers");
-        assert_eq!(share(100, 0, 0, 3), 34, "nobody writes (a refusal): equal parts, rounded up");
-        assert_eq!(share(100, 5, 5, 1), 100, "alone");
-        assert_eq!(share(0, 5, 5, 1), 0);
+        assert_eq!(share(100, 1, 4, 2, false), 25, "a quarter of the writes: a quarter of the eviction");
+        assert_eq!(share(100, 0, 4, 2, false), 0, "an idle engine leaves it to the writers");
+        assert_eq!(share(100, 0, 4, 2, true), 50, "unless its own write was just refused");
+        assert_eq!(share(100, 3, 4, 2, true), 75);
+        assert_eq!(share(100, 0, 0, 3, false), 34, "nobody writes: equal parts, rounded up");
+        assert_eq!(share(100, 5, 5, 1, false), 100, "alone");
+        assert_eq!(share(0, 5, 5, 1, true), 0);
     }
 
     #[test]
-    fn the_rate_rises_at_once_and_decays_slowly() {
-        let mut r = Rate::default();
-        r.sample(100 << 20, 1.0);
-        assert_eq!(r.over(1.0), 100 << 20);
-        r.sample(0, 10.0);
-        let left = r.over(1.0) as f64 / (100 << 20) as f64;
-        assert!((left - Rate::DECAY.powf(10.0)).abs() < 1e-6, "{left}");
-        r.sample(1 << 30, 1.0);
-        assert_eq!(r.over(1.0), 1 << 30);
-        r.sample(5, 0.0);
-        assert_eq!(r.over(1.0), 1 << 30, "an empty interval changes nothing");
-    }
-
-    #[test]
-    fn evicts_the_deficit_plus_hysteresis() {
-        // 10 GiB pool, keep 10% free: at 5% free, evict 5% + 1%.
-        let t = 10 * GIB;
-        let got = to_evict(t, t / 20, 0, 0.10, 0, false);
-        assert!((got as f64 - 0.06 * t as f64).abs() < 2.0, "{got}");
-        assert_eq!(to_evict(t, t / 10, 0, 0.10, 0, false), 0, "at the target: nothing");
-        assert_eq!(to_evict(t, t / 2, 0, 0.10, 0, false), 0);
-    }
-
-    #[test]
-    fn punched_bytes_count_as_free_within_the_window() {
-        let t = 10 * GIB;
-        assert_eq!(to_evict(t, 0, t / 10, 0.10, 0, false), 0, "the punched tenth is coming back");
-        assert!(to_evict(t, 0, t / 20, 0.10, 0, false) > 0, "half of it is not enough");
-    }
-
-    #[test]
-    fn a_refused_write_evicts_at_least_the_urgent_share_unless_much_is_pending() {
-        let t = 10 * GIB;
-        let got = to_evict(t, t / 2, 0, 0.10, 0, true);
-        assert!((got as f64 - URGENT_SHARE * t as f64).abs() < 2.0, "{got}");
-        assert_eq!(to_evict(t, t / 2, t / 2, 0.10, 0, true), 0, "half the pool is pending reclaim");
-        assert_eq!(to_evict(0, 0, 0, 0.10, 0, true), 0, "no space reported");
-        assert_eq!(to_evict(t, 0, 0, 1.0, 0, false), t, "never more than the pool");
-        assert_eq!(to_evict(t, 0, 0, 0.0, 0, false), 0, "keep_free 0 never evicts for space");
+    fn demand_is_what_the_last_window_wrote() {
+        let mut d = Demand::default();
+        let w = std::time::Duration::from_millis(50);
+        d.sample(10, w);
+        d.sample(20, w);
+        assert_eq!(d.bytes(), 30);
+        std::thread::sleep(std::time::Duration::from_millis(80));
+        d.sample(5, w);
+        assert_eq!(d.bytes(), 5, "samples older than the window are gone");
+        d.sample(7, std::time::Duration::ZERO);
+        assert_eq!(d.bytes(), 0, "no window, no demand");
     }
 }

@@ -6,8 +6,8 @@ argv: key prefix, keys, bytes per key, requests in flight, read back (0/1); back
 as JSON in NIXL_DAOS_FILL_PARAMS (default: none, the plugin's defaults). Prints one JSON line:
 writes attempted and succeeded (per third), GB/s per third, then, when reading back, keys
 present (every byte verified), missing (a clean miss: the read failed and queryMem says None),
-wrong (a read that succeeded with other bytes: must be 0) and mismatches (a miss that queryMem
-still reports)."""
+wrong (a read that succeeded with other bytes: must be 0), mismatches (a miss that queryMem
+still reports), and how many of the newest 5% of keys are present."""
 
 import json
 import os
@@ -77,7 +77,8 @@ for lo, hi in thirds:
     gbps.append(sum(ok[lo:hi]) * size / secs / 1e9)
 out["gbps_by_third"] = gbps
 if read_back == "1":
-    present = missing = wrong = mismatch = 0
+    present = missing = wrong = mismatch = recent = 0
+    recent_from = n - max(n // 20, 1)  # the newest 5%: eviction takes the oldest first
     got = slots[0]
     want = np.zeros(size, dtype=np.uint8)
     t_read = time.monotonic()
@@ -93,10 +94,12 @@ if read_back == "1":
         content(i, want)
         if np.array_equal(got, want):
             present += 1
+            recent += i >= recent_from
         else:
             wrong += 1
     # One read at a time (a KV fetch on the critical path), verification included.
     out["read_gbps"] = present * size / max(time.monotonic() - t_read, 1e-9) / 1e9
     out.update(present=present, missing=missing, wrong=wrong, mismatch=mismatch)
+    out.update(recent_present=recent, recent_of=n - recent_from)
 a.close()
 print(json.dumps(out))

@@ -51,6 +51,8 @@ def check(r: dict) -> None:
     assert r["wrong"] == 0, f"reads returned wrong bytes: {r}"
     assert r["mismatch"] == 0, f"misses that queryMem still reports: {r}"
     assert r["present"] > 0, r
+    # The newest keys were written last and eviction takes the oldest first: they are there.
+    assert r["recent_present"] >= 0.8 * r["recent_of"], f"recent keys evicted: {r}"
 
 
 def test_one_process_fills_the_pool_three_times(nixl_env):

@@ -869,13 +869,13 @@ unsafe fn obj_rw(
         let a = RwArgs { o, flags, dkey, nr, iods, sgls };
         let work: Work = match tx {
             Some(t) => Box::new(move || {
-                let rc = a.fetch();
-                if rc == 0 {
-                    if let Ok(dk) = io::key(a.dkey, a.o.dkey_u64()) {
-                        t.read(&a.o, dk);
-                    }
+                // Recorded before the fetch: an update landing between the two leaves the fetch
+                // newer than what was recorded, so the commit sees a change (a conflict), never
+                // the other way round.
+                if let Ok(dk) = io::key(a.dkey, a.o.dkey_u64()) {
+                    t.read(&a.o, dk);
                 }
-                rc
+                a.fetch()
             }),
             None if update => Box::new(move || a.update()),
             None => Box::new(move || a.fetch()),

@@ -275,6 +275,12 @@ pub struct DkeyData {
 
 pub type DkeyRef = Arc<RwLock<DkeyData>>;
 
+/// A fresh dkey version (see `DkeyData::version`), never 0.
+pub fn next_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Default)]
 pub struct ObjData {
     pub dkeys: RwLock<FastMap<Box<[u8]>, DkeyRef>>,

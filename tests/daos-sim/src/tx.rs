@@ -44,8 +44,9 @@ impl TxH {
         TxH { coh, state: Mutex::new(State::default()) }
     }
 
-    /// A fetch of `dkey` of `obj` ran inside the transaction (recorded after it ran: the
-    /// transaction read what the fetch saw, or newer, which only makes a conflict likelier).
+    /// A fetch of `dkey` of `obj` inside the transaction is about to run (recorded before it
+    /// runs: the fetch then sees what was recorded, or newer, which only makes a conflict
+    /// likelier).
     pub fn read(&self, obj: &Arc<ObjH>, dkey: &[u8]) {
         let seen = obj.data_if_any().and_then(|d| d.seen(dkey));
         self.state.lock().reads.push(Read { obj: obj.clone(), dkey: dkey.to_vec(), seen });

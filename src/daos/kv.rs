@@ -133,30 +133,37 @@ impl Object {
         .map(|_| ())
     }
 
-    /// The values of single-value akeys of `dkey`, None where absent: a size query, then one
-    /// fetch of the present ones (two RPCs; one when none is present).
-    pub fn get_values(&self, dkey: &[u8], akeys: &[&[u8]], bound: Bound) -> Result<Vec<Option<Vec<u8>>>, Error> {
-        let lib = self.lib;
-        let oh = self.oh;
-        let owned: Vec<Vec<u8>> = akeys.iter().map(|a| a.to_vec()).collect();
-        let sizes = vec![sys::DAOS_REC_ANY; akeys.len()];
-        let st = Singles::new(dkey, owned, vec![Vec::new(); akeys.len()], &sizes);
-        let st = bounded(lib, "daos_obj_fetch", bound, st, |s, ev| {
-            // SAFETY: as in put_values; NULL sgls make this a size query.
+    /// One fetch of the single values `st` describes, inside `tx` if given; with `sizes_only`
+    /// (NULL sgls) a size query: DAOS writes each value's size into its iod.
+    fn fetch_singles(&self, st: Singles, tx: Option<&Tx>, sizes_only: bool, bound: Bound) -> Result<Singles, Error> {
+        let (lib, oh, th) = (self.lib, self.oh, th_of(tx));
+        bounded(lib, "daos_obj_fetch", bound, st, |s, ev| {
+            let sgls = if sizes_only { std::ptr::null_mut() } else { s.sgls.as_mut_ptr() };
+            // SAFETY: as in put_values; each sgl points at a buffer of its value's size (or there
+            // are none: a size query); `th` is NONE or an open transaction of the caller's.
             unsafe {
                 lib.api.daos_obj_fetch(
                     oh,
-                    sys::daos_handle_t::default(),
+                    th,
                     0,
                     &mut *s.dkey_iov,
                     s.iods.len() as u32,
                     s.iods.as_mut_ptr(),
-                    std::ptr::null_mut(),
+                    sgls,
                     std::ptr::null_mut(),
                     ev,
                 )
             }
-        })?;
+        })
+    }
+
+    /// The values of single-value akeys of `dkey`, None where absent: a size query, then one
+    /// fetch of the present ones (two RPCs; one when none is present).
+    pub fn get_values(&self, dkey: &[u8], akeys: &[&[u8]], bound: Bound) -> Result<Vec<Option<Vec<u8>>>, Error> {
+        let owned: Vec<Vec<u8>> = akeys.iter().map(|a| a.to_vec()).collect();
+        let sizes = vec![sys::DAOS_REC_ANY; akeys.len()];
+        let st =
+            self.fetch_singles(Singles::new(dkey, owned, vec![Vec::new(); akeys.len()], &sizes), None, true, bound)?;
         let found: Vec<u64> = st.iods.iter().map(|d| d.iod_size).collect();
         let present: Vec<usize> = (0..akeys.len()).filter(|&i| found[i] > 0).collect();
         let mut out: Vec<Option<Vec<u8>>> = vec![None; akeys.len()];
@@ -166,23 +173,7 @@ impl Object {
         let owned: Vec<Vec<u8>> = present.iter().map(|&i| akeys[i].to_vec()).collect();
         let sizes: Vec<u64> = present.iter().map(|&i| found[i]).collect();
         let bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n as usize]).collect();
-        let st = Singles::new(dkey, owned, bufs, &sizes);
-        let st = bounded(lib, "daos_obj_fetch", bound, st, |s, ev| {
-            // SAFETY: as in put_values; each sgl points at a buffer of the value's size.
-            unsafe {
-                lib.api.daos_obj_fetch(
-                    oh,
-                    sys::daos_handle_t::default(),
-                    0,
-                    &mut *s.dkey_iov,
-                    s.iods.len() as u32,
-                    s.iods.as_mut_ptr(),
-                    s.sgls.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                    ev,
-                )
-            }
-        })?;
+        let st = self.fetch_singles(Singles::new(dkey, owned, bufs, &sizes), None, false, bound)?;
         // A value punched (or resized) between the two RPCs: DAOS reports its size now; take
         // only what the buffer held, and nothing for a value that is gone.
         for (j, &i) in present.iter().enumerate() {
@@ -197,8 +188,7 @@ impl Object {
     }
 
     /// The value of one single-value akey of a known size, None where absent: one RPC. A value
-    /// of another size fails (`DER_REC2BIG` when larger).
-    /// `tx`: read inside that transaction.
+    /// of another size fails (`DER_REC2BIG` when larger). `tx`: read inside that transaction.
     pub fn get_sized(
         &self,
         dkey: &[u8],
@@ -207,27 +197,8 @@ impl Object {
         tx: Option<&Tx>,
         bound: Bound,
     ) -> Result<Option<Vec<u8>>, Error> {
-        let lib = self.lib;
-        let oh = self.oh;
-        let th = th_of(tx);
         let st = Singles::new(dkey, vec![akey.to_vec()], vec![vec![0u8; size]], &[size as u64]);
-        let st = bounded(lib, "daos_obj_fetch", bound, st, |s, ev| {
-            // SAFETY: as in put_values; the sgl points at a buffer of `size` bytes; `th` is NONE
-            // or an open transaction of the caller's.
-            unsafe {
-                lib.api.daos_obj_fetch(
-                    oh,
-                    th,
-                    0,
-                    &mut *s.dkey_iov,
-                    1,
-                    s.iods.as_mut_ptr(),
-                    s.sgls.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                    ev,
-                )
-            }
-        })?;
+        let st = self.fetch_singles(st, tx, false, bound)?;
         let n = st.iods[0].iod_size as usize;
         Ok((n == size).then(|| st.values[0].clone()))
     }

@@ -40,24 +40,11 @@ for s in slots:
 devs = [a.reg_obj(f"{prefix}/{i}", size) for i in range(n)]
 ok = [False] * n
 done_at = [0.0] * n
-inflight = []  # (key index, slot, handle, state)
+inflight = []  # (key index, handle, state)
 t0 = time.monotonic()
-for i in range(n):
-    slot = i % window
-    if len(inflight) == window:
-        j, sj, h, st = inflight.pop(0)
-        try:
-            a.wait(h, st, timeout=120)
-            ok[j] = True
-        except daoskit.backend_error():
-            pass
-        finally:
-            a.release(h)
-            done_at[j] = time.monotonic() - t0
-    content(i, slots[slot])
-    h, st = a.post("WRITE", [(daoskit.addr(slots[slot]), size, 0)], [(0, size, devs[i])])
-    inflight.append((i, slot, h, st))
-for j, _, h, st in inflight:
+
+
+def settle(j: int, h, st) -> None:
     try:
         a.wait(h, st, timeout=120)
         ok[j] = True
@@ -66,6 +53,17 @@ for j, _, h, st in inflight:
     finally:
         a.release(h)
         done_at[j] = time.monotonic() - t0
+
+
+for i in range(n):
+    slot = i % window
+    if len(inflight) == window:
+        settle(*inflight.pop(0))
+    content(i, slots[slot])
+    h, st = a.post("WRITE", [(daoskit.addr(slots[slot]), size, 0)], [(0, size, devs[i])])
+    inflight.append((i, h, st))
+for j, h, st in inflight:
+    settle(j, h, st)
 thirds = [(0, n // 3), (n // 3, 2 * n // 3), (2 * n // 3, n)]
 out = {"attempted": n, "succeeded": sum(ok), "seconds": time.monotonic() - t0}
 out["succeeded_by_third"] = [sum(ok[lo:hi]) for lo, hi in thirds]

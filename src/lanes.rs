@@ -68,7 +68,7 @@ pub struct Op {
 }
 
 impl Op {
-    /// `gen`: the write id an update stores beside the data (eviction on), see `IoDesc::new`.
+    /// `gen`: the write id an update stores beside the data, see `IoDesc::new`.
     pub fn new(
         kind: IoKind,
         key: &ObjectKey,
@@ -257,6 +257,16 @@ impl Shared {
         let mut w = self.waiting.lock();
         w.extend(due);
         self.waiting_len.store(w.len(), Ordering::SeqCst);
+    }
+
+    /// Fails every op not in DAOS (waiting for a slot, or to be sent again): the lanes stop.
+    fn fail_queued(&self) {
+        let mut ops: Vec<Box<Op>> = self.waiting.lock().drain(..).collect();
+        ops.extend(self.retry.lock().drain(..).map(|(_, op)| op));
+        self.waiting_len.store(0, Ordering::SeqCst);
+        for op in ops {
+            op.fail(Error::ShuttingDown, false);
+        }
     }
 
     /// Takes an in-flight slot if one is free.
@@ -622,23 +632,13 @@ impl Lanes {
             let _g = l.park_lock.lock();
             l.idle.notify_all();
         }
-        let mut drained: Vec<_> = self.shared.waiting.lock().drain(..).collect();
-        drained.extend(self.shared.retry.lock().drain(..).map(|(_, op)| op));
-        self.shared.waiting_len.store(0, Ordering::SeqCst);
-        for op in drained {
-            op.fail(Error::ShuttingDown, false);
-        }
+        self.shared.fail_queued();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
         // A lane that reaped a refused write just before it saw `stop` may have put it back
         // after the drain above: nothing launches it any more, so it fails now.
-        let mut late: Vec<_> = self.shared.waiting.lock().drain(..).collect();
-        late.extend(self.shared.retry.lock().drain(..).map(|(_, op)| op));
-        self.shared.waiting_len.store(0, Ordering::SeqCst);
-        for op in late {
-            op.fail(Error::ShuttingDown, false);
-        }
+        self.shared.fail_queued();
         if let Some(_drive) = crate::host::drive() {
             self.shared.orphans.reap(self.shared.lib);
         }

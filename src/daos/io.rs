@@ -13,7 +13,7 @@ use crate::key::ObjectKey;
 pub const DATA_AKEY: &[u8] = b"data";
 
 /// Single-value akey beside the data: the id of the write that stored the key last (8 bytes,
-/// little endian), written in the same RPC as the data when eviction is on. Eviction punches a
+/// little endian), written in the same RPC as the data by every update. Eviction punches a
 /// key only while it still holds the id its index record names, so a key rewritten since is
 /// kept (see `crate::evict`). Readers that do not know it (earlier versions) ignore it.
 pub const GEN_AKEY: &[u8] = b"gen";
@@ -58,8 +58,8 @@ pub struct IoDesc {
 unsafe impl Send for IoDesc {}
 
 impl IoDesc {
-    /// `gen`: the write id an update stores beside the data (`GEN_AKEY`); None for fetches,
-    /// queries and updates with eviction off.
+    /// `gen`: the write id an update stores beside the data (`GEN_AKEY`); ignored for fetches
+    /// and queries.
     pub fn new(kind: IoKind, dkey: ObjectKey, extents: &[Extent], gen: Option<u64>) -> IoDesc {
         let recxs = extents.iter().map(|e| daos_recx_t { rx_idx: e.offset, rx_nr: e.len }).collect();
         let iovs = extents.iter().map(|e| iov(e.addr as *mut u8, e.len as usize)).collect();
@@ -83,11 +83,6 @@ impl IoDesc {
     /// The NIXL key this I/O addresses (its dkey).
     pub fn key(&self) -> &ObjectKey {
         &self.dkey
-    }
-
-    /// The write id an update stores beside the data, if any.
-    pub fn gen(&self) -> Option<u64> {
-        self.gen.map(u64::from_le_bytes)
     }
 
     /// Bytes this I/O moves.

@@ -241,8 +241,13 @@ impl Recorder {
     pub fn torn(&self, key: &ObjectKey, id: u64, bytes: u64) {
         self.counters.torn.fetch_add(1, Ordering::Relaxed);
         self.torn.lock().push(Record { key: key.clone(), id, bytes });
+        self.wake();
+    }
+
+    /// Wakes the eviction thread (it otherwise sleeps up to `FLUSH_EVERY`).
+    fn wake(&self) {
         let _g = self.wake_lock.lock();
-        self.wake.notify_one();
+        self.wake.notify_all();
     }
 
     /// Whether space is expected back (see `room_until_ms`).
@@ -254,8 +259,7 @@ impl Recorder {
     pub fn out_of_space(&self) {
         self.counters.nospace.fetch_add(1, Ordering::Relaxed);
         if !self.pressure.swap(true, Ordering::AcqRel) {
-            let _g = self.wake_lock.lock();
-            self.wake.notify_one();
+            self.wake();
         }
     }
 }
@@ -428,9 +432,8 @@ impl Worker {
         let all_demand = demand.saturating_add(others.demand);
         let need = policy::to_evict(total, free, all_credit, self.settings.keep_free, all_demand, urgent);
         let goal = policy::share(need, demand, all_demand, others.engines + 1, urgent);
-        self.write_ledger(credit, demand);
-        self.expect_room(all_credit);
         if goal == 0 {
+            self.publish(demand, others.credit);
             return;
         }
         self.rec.counters.passes.fetch_add(1, Ordering::Relaxed);
@@ -445,9 +448,7 @@ impl Worker {
             keys += k;
             bytes += b;
         }
-        let credit_now = self.credit();
-        self.write_ledger(credit_now, demand);
-        self.expect_room(credit_now.saturating_add(others.credit));
+        self.publish(demand, others.credit);
         tracing::info!(
             pool = %self.pool.label, total, free, credit, demand, others = others.engines, others_credit = others.credit,
             need, goal, keys, bytes, urgent, ms = t0.elapsed().as_millis() as u64,
@@ -456,8 +457,13 @@ impl Worker {
         );
     }
 
-    /// Space is expected back within the reclaim window when something was punched within it.
-    fn expect_room(&self, pending: u64) {
+    /// After a check: this engine's pending reclaim and demand go to the ledger, and space is
+    /// expected back (`Recorder::room_expected`) while something punched, by this engine or
+    /// another, is pending.
+    fn publish(&mut self, demand: u64, others_credit: u64) {
+        let credit = self.credit();
+        self.write_ledger(credit, demand);
+        let pending = credit.saturating_add(others_credit);
         let until = if pending > 0 { now_ms() + self.settings.reclaim.as_millis() as u64 } else { 0 };
         self.rec.room_until_ms.store(until, Ordering::Relaxed);
     }
@@ -617,7 +623,6 @@ impl Worker {
                             Ok(true) => {
                                 keys += 1;
                                 bytes += r.bytes;
-                                self.punched.push_back((Instant::now(), r.bytes));
                             }
                             Ok(false) => {}
                             Err(Error::ShuttingDown) => return Err(Error::ShuttingDown),
@@ -650,8 +655,7 @@ impl Worker {
         let torn: Vec<Record> = std::mem::take(&mut *self.rec.torn.lock());
         for r in torn {
             match self.evict_key(&r) {
-                Ok(true) => self.punched.push_back((Instant::now(), r.bytes)),
-                Ok(false) => {}
+                Ok(_) => {}
                 Err(e) => {
                     tracing::warn!("eviction: a key written in part ({}) could not be punched: {e}", r.key.display())
                 }
@@ -668,7 +672,6 @@ impl Worker {
                 Ok(true) => {
                     keys += 1;
                     bytes += r.bytes;
-                    self.punched.push_back((Instant::now(), r.bytes));
                 }
                 Ok(false) => {}
                 Err(e) => {
@@ -678,8 +681,7 @@ impl Worker {
                 }
             }
         }
-        self.rec.counters.evicted_keys.fetch_add(keys, Ordering::Relaxed);
-        self.rec.counters.evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.count(keys, bytes);
         (keys, bytes)
     }
 
@@ -687,7 +689,7 @@ impl Worker {
     /// the punch run in one transaction: a rewrite landing between them makes the commit fail
     /// (`DER_TX_RESTART`), and the check runs again and finds the newer id. Without it, a punch
     /// landing between two RPCs of a rewrite would leave the key with only the later one's range.
-    fn evict_key(&self, r: &Record) -> Result<bool, Error> {
+    fn evict_key(&mut self, r: &Record) -> Result<bool, Error> {
         // One guard for the whole exchange (a few RPCs): the transaction is closed under it.
         let Some(_drive) = crate::host::drive() else { return Err(Error::ShuttingDown) };
         let key = r.key.as_bytes();
@@ -709,7 +711,11 @@ impl Worker {
             }
             self.keys.punch_dkey(key, Some(&tx), bound())?;
             match tx.commit(bound()) {
-                Ok(()) => return Ok(true),
+                Ok(()) => {
+                    // Counted as pending reclaim (the credit) until DAOS gives the space back.
+                    self.punched.push_back((Instant::now(), r.bytes));
+                    return Ok(true);
+                }
                 Err(e) if e.is_tx_restart() => self.rec.counters.tx_restarts.fetch_add(1, Ordering::Relaxed),
                 Err(e) => return Err(e),
             };
@@ -812,10 +818,7 @@ impl Evictor {
     /// to finish its DAOS call on its own (it holds its own references to the handles).
     pub fn stop(&mut self, grace: Duration) {
         self.stop.store(true, Ordering::Release);
-        {
-            let _g = self.recorder.wake_lock.lock();
-            self.recorder.wake.notify_all();
-        }
+        self.recorder.wake();
         let Some(t) = self.thread.take() else { return };
         let until = Instant::now() + grace;
         while !t.is_finished() && Instant::now() < until {

@@ -26,6 +26,8 @@ pub enum IoKind {
     Fetch,
     /// Highest written record of the key (`daos_obj_query_key` MAX|RECX): its size.
     Size,
+    /// Remove the key and everything under it (`daos_obj_punch_dkeys`, one dkey).
+    Punch,
 }
 
 /// One range of the object and the local buffer it moves to or from.
@@ -172,6 +174,8 @@ impl Object {
             IoKind::Fetch => unsafe {
                 lib.api.daos_obj_fetch(self.oh, th, 0, dkey, 1, iod, sgl, std::ptr::null_mut(), ev)
             },
+            // SAFETY: as above.
+            IoKind::Punch => unsafe { lib.api.daos_obj_punch_dkeys(self.oh, th, 0, 1, dkey, ev) },
             // SAFETY: as above.
             IoKind::Size => unsafe {
                 lib.api.daos_obj_query_key(self.oh, th, sys::DAOS_GET_MAX | sys::DAOS_GET_RECX, dkey, akey, query, ev)

@@ -11,9 +11,9 @@
 //! queue. `crate::lanes` upholds it by keeping each operation in a `Box` owned by DAOS between
 //! launch and reap.
 
+pub mod client_env;
 pub mod io;
 pub mod kv;
-pub mod log_route;
 pub mod query;
 pub mod sys;
 
@@ -32,6 +32,12 @@ pub use sys::{d_iov_t, d_sg_list_t, daos_event_t, daos_handle_t, daos_iod_t, dao
 /// `sys` that knows the number, so the layers above ask rather than compare codes.
 pub fn rc_is_nonexistent(rc: i32) -> bool {
     rc == -sys::DER_NONEXIST
+}
+
+/// Whether a DAOS return code says an engine may be gone or the pool map may have changed
+/// (time-outs, unreachable or excluded ranks, a stale map): worth refreshing the pool map.
+pub fn rc_is_trouble(rc: i32) -> bool {
+    [sys::DER_TIMEDOUT, sys::DER_UNREACH, sys::DER_EXCLUDED, sys::DER_STALE, sys::DER_HG].contains(&-rc)
 }
 
 /// Whether a DAOS return code says the pool is out of space (`DER_NOSPACE`).
@@ -75,7 +81,7 @@ impl Library {
         if let Some(lib) = map.get(path) {
             return Ok(lib);
         }
-        log_route::route();
+        client_env::prepare();
         // SAFETY: loading a shared library runs its initialisers; libdaos (or daos-sim) is
         // the library the user named for exactly this purpose.
         let api =
@@ -158,8 +164,18 @@ pub struct InitGuard {
     lib: &'static Library,
 }
 
+/// Calls `bounded` gave up on (DAOS still holds them). While any exists, the last `daos_fini`
+/// is skipped: tearing CaRT down waits for the RPCs still in flight, which against a dead
+/// engine is CaRT's timeout (measured: a refused `create_backend` took 5 s longer), and the
+/// leaked calls' memory stays DAOS's anyway.
+static LEFT_IN_DAOS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Drop for InitGuard {
     fn drop(&mut self) {
+        if LEFT_IN_DAOS.load(std::sync::atomic::Ordering::Acquire) > 0 {
+            tracing::debug!("daos_fini skipped: DAOS still holds calls this process gave up on");
+            return;
+        }
         // SAFETY: paired with the daos_init of this guard.
         unsafe { self.lib.api.daos_fini() };
     }
@@ -218,12 +234,14 @@ pub(crate) fn bounded<S>(
             // The host is exiting: stop driving DAOS now (host.rs); the state is left to DAOS.
             Ok(false) if crate::host::exiting() => {
                 std::mem::forget(p);
+                LEFT_IN_DAOS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                 return Err(Error::ShuttingDown);
             }
             Ok(false) if !left.is_zero() => continue,
             Ok(false) | Err(_) => {
                 // Still inside DAOS: it may write into the event and state later.
                 std::mem::forget(p);
+                LEFT_IN_DAOS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                 return Err(Error::Timeout { what: what.to_string(), ms: bound.ms });
             }
         }
@@ -239,6 +257,9 @@ pub struct Pool {
     lib: &'static Library,
     pub(crate) poh: daos_handle_t,
     pub label: String,
+    /// Set when a call on the pool timed out while the engine was being created: the handle is
+    /// then left open on drop, since closing it would wait on the same unhealthy servers.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 impl Pool {
@@ -247,14 +268,24 @@ impl Pool {
     /// which against a dead engine blocks its caller for CaRT's timeout (15 s measured). Past
     /// the deadline the caller gets `Timeout` and the thread finishes on its own, holding its
     /// own `daos_init` reference so libdaos stays initialised under it.
-    pub fn connect(lib: &'static Library, label: &str, system: &str, bound: Bound) -> Result<Pool, Error> {
+    ///
+    /// `daos_init` runs on that thread too, and its reference comes back with the pool: the
+    /// first `daos_init` of a process asks the servers for the system's layout, and with an
+    /// engine just killed it blocked for CaRT's timeout (5 s measured) before the connect began.
+    pub fn connect(lib: &'static Library, label: &str, system: &str, bound: Bound) -> Result<(Pool, InitGuard), Error> {
         let (l, s) = (cstring("pool", label)?, cstring("system", system)?);
         let label = label.to_string();
-        let init = lib.init()?;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("nixl-daos-connect".into())
             .spawn(move || {
+                let init = match lib.init() {
+                    Ok(g) => g,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
                 let mut poh = daos_handle_t::default();
                 // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
                 let rc = unsafe {
@@ -267,25 +298,89 @@ impl Pool {
                         std::ptr::null_mut(),
                     )
                 };
-                let result = lib.check("daos_pool_connect2", rc).map(|_| Pool { lib, poh, label });
-                // Nobody waits any more: a late pool is dropped (disconnected) here.
+                let result = match lib.check("daos_pool_connect2", rc) {
+                    Ok(()) => Ok((Pool { lib, poh, label, abandoned: Default::default() }, init)),
+                    Err(e) => Err(e),
+                };
+                // Nobody waits any more: a late pool is dropped (disconnected) here, and the
+                // reference with it (daos_fini is skipped while calls were given up on).
                 let _ = tx.send(result);
-                drop(init);
             })
             .map_err(|source| Error::Spawn { what: "a thread to connect to the pool", source })?;
         match rx.recv_timeout(bound.deadline.saturating_duration_since(Instant::now())) {
             Ok(result) => result,
-            Err(_) => Err(Error::Timeout { what: "daos_pool_connect2".into(), ms: bound.ms }),
+            Err(_) => {
+                LEFT_IN_DAOS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                Err(Error::Timeout { what: "daos_init and daos_pool_connect2".into(), ms: bound.ms })
+            }
         }
+    }
+}
+
+/// What `daos_pool_query` says of the pool's targets (`Pool::health`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolHealth {
+    /// Every target of the pool map, whatever its state (does not drop when an engine dies).
+    pub targets: u32,
+    /// Engines (ranks) of the pool map.
+    pub engines: u32,
+    /// Targets DAOS has excluded: 0 until it has excluded a dead engine (tens of seconds after
+    /// the death), and again once the engine is reintegrated.
+    pub disabled: u32,
+    pub map_version: u32,
+}
+
+impl PoolHealth {
+    pub fn degraded(&self) -> bool {
+        self.disabled > 0
+    }
+}
+
+/// How long a handle's close may wait for a server: closing talks to the pool service, which
+/// against a dead engine blocks for CaRT's timeout.
+const CLOSE_BOUND_MS: u64 = 2_000;
+
+impl Pool {
+    /// `daos_pool_query` without space (`pi_bits` 0): one RPC to the pool service leader. It
+    /// also installs the newest pool map in this process's libdaos, so later I/O stops going to
+    /// targets DAOS has excluded (a space query would ask every engine, and wait on a dead one).
+    pub fn health(&self, bound: Bound) -> Result<PoolHealth, Error> {
+        let (lib, poh) = (self.lib, self.poh);
+        let info = Box::new(sys::daos_pool_info_t { pi_bits: 0, ..Default::default() });
+        let i = bounded(lib, "daos_pool_query", bound, info, |i, ev| {
+            // SAFETY: the info lives in bounded's state (a box); no ranks, no properties.
+            unsafe { lib.api.daos_pool_query(poh, std::ptr::null_mut(), &mut **i, std::ptr::null_mut(), ev) }
+        })?;
+        Ok(PoolHealth {
+            targets: i.pi_ntargets,
+            engines: i.pi_nnodes,
+            disabled: i.pi_ndisabled,
+            map_version: i.pi_map_ver,
+        })
+    }
+}
+
+impl Pool {
+    /// Leaves the handle open when dropped (see `abandoned`).
+    pub fn abandon(&self) {
+        self.abandoned.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        // SAFETY: handle from a successful connect; containers were closed first (field order).
-        let rc = unsafe { self.lib.api.daos_pool_disconnect(self.poh, std::ptr::null_mut()) };
-        if rc != 0 {
-            tracing::warn!(pool = %self.label, "daos_pool_disconnect: {}", self.lib.errstr(rc));
+        if self.abandoned.load(std::sync::atomic::Ordering::Acquire) {
+            tracing::debug!(pool = %self.label, "pool handle left open: its servers did not answer in time");
+            return;
+        }
+        let (lib, poh) = (self.lib, self.poh);
+        // Bounded: a failed create_backend drops its pool while an engine may be dead.
+        let r = bounded(lib, "daos_pool_disconnect", Bound::from_now(CLOSE_BOUND_MS), (), |_, ev| {
+            // SAFETY: handle from a successful connect; containers were closed first (field order).
+            unsafe { lib.api.daos_pool_disconnect(poh, ev) }
+        });
+        if let Err(e) = r {
+            tracing::warn!(pool = %self.label, "{e}");
         }
     }
 }
@@ -296,6 +391,8 @@ pub struct Container {
     pub label: String,
     /// Bound of the attribute calls made while the engine is created.
     bound: Bound,
+    /// As `Pool::abandoned`.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 impl Container {
@@ -346,7 +443,7 @@ impl Container {
             }
             other => other?.1,
         };
-        Ok(Container { lib, coh, label: label.to_string(), bound })
+        Ok(Container { lib, coh, label: label.to_string(), bound, abandoned: Default::default() })
     }
 }
 
@@ -405,12 +502,26 @@ impl Container {
     }
 }
 
+impl Container {
+    /// Leaves the handle open when dropped (see `Pool::abandoned`).
+    pub fn abandon(&self) {
+        self.abandoned.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
 impl Drop for Container {
     fn drop(&mut self) {
-        // SAFETY: handle from a successful open; objects were closed first.
-        let rc = unsafe { self.lib.api.daos_cont_close(self.coh, std::ptr::null_mut()) };
-        if rc != 0 {
-            tracing::warn!(container = %self.label, "daos_cont_close: {}", self.lib.errstr(rc));
+        if self.abandoned.load(std::sync::atomic::Ordering::Acquire) {
+            tracing::debug!(container = %self.label, "container handle left open: its servers did not answer in time");
+            return;
+        }
+        let (lib, coh) = (self.lib, self.coh);
+        let r = bounded(lib, "daos_cont_close", Bound::from_now(CLOSE_BOUND_MS), (), |_, ev| {
+            // SAFETY: handle from a successful open; objects were closed first.
+            unsafe { lib.api.daos_cont_close(coh, ev) }
+        });
+        if let Err(e) = r {
+            tracing::warn!(container = %self.label, "{e}");
         }
     }
 }
@@ -428,18 +539,23 @@ impl Object {
     /// With `oclass` 0 it asks for the pool-wide sharding hint (`DAOS_OCH_SHD_MAX`): without a
     /// hint DAOS gives a `MULTI_HASHED` object one redundancy group, so every key of the
     /// container would land on the same target(s). DAOS ignores hints for an explicit class.
-    pub fn generate_id(lib: &'static Library, cont: &Container, lo: u64, oclass: u32) -> Result<ObjectId, Error> {
+    ///
+    /// `spread` false asks for one group (`DAOS_OCH_SHD_TINY`): the only way to learn the class
+    /// DAOS picks on a pool with an excluded engine, where asking for the maximum can abort the
+    /// process inside libdaos 2.8 (`reserve_grp_by_rf` asserts when fewer targets are up than
+    /// there are fault domains).
+    pub fn generate_id(
+        lib: &'static Library,
+        cont: &Container,
+        lo: u64,
+        oclass: u32,
+        spread: bool,
+    ) -> Result<ObjectId, Error> {
         let mut oid = sys::daos_obj_id_t { lo, hi: 0 };
+        let hint = if spread { sys::DAOS_OCH_SHD_MAX } else { sys::DAOS_OCH_SHD_TINY };
         // SAFETY: valid container handle and out pointer.
         let rc = unsafe {
-            lib.api.daos_obj_generate_oid2(
-                cont.coh,
-                &mut oid,
-                sys::DAOS_OT_MULTI_HASHED as _,
-                oclass,
-                sys::DAOS_OCH_SHD_MAX,
-                0,
-            )
+            lib.api.daos_obj_generate_oid2(cont.coh, &mut oid, sys::DAOS_OT_MULTI_HASHED as _, oclass, hint, 0)
         };
         lib.check("daos_obj_generate_oid", rc)?;
         Ok(ObjectId { lo: oid.lo, hi: oid.hi })

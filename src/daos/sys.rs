@@ -29,5 +29,12 @@ pub const DAOS_OT_MULTI_HASHED: u32 = 0;
 /// Object class hint "as many redundancy groups as the pool allows" (`daos_obj.h`). Without a
 /// sharding hint DAOS gives a `MULTI_HASHED` object of class `OC_UNKNOWN` one group.
 pub const DAOS_OCH_SHD_MAX: u16 = 1 << 9;
+/// Sharding hint "one redundancy group".
+pub const DAOS_OCH_SHD_TINY: u16 = 1 << 5;
 pub const DER_EXIST: i32 = 1004;
+pub const DER_UNREACH: i32 = 1006;
+pub const DER_TIMEDOUT: i32 = 1011;
+pub const DER_HG: i32 = 1020;
+pub const DER_STALE: i32 = 2007;
+pub const DER_EXCLUDED: i32 = 1032;
 pub const DER_NONEXIST: i32 = 1005;

@@ -223,7 +223,9 @@ pub unsafe extern "C" fn daos_pool_query(
             let (total, free) = p.pool.space.query();
             std::ptr::write_bytes(info, 0, 1);
             let w = &mut (*info).pi_private;
-            w[PI_NTARGETS] = sim::SIM_TARGETS as u64;
+            // pi_ntargets | pi_nnodes << 32, then pi_ndisabled | pi_map_ver << 32.
+            w[PI_NTARGETS] = sim::SIM_TARGETS as u64 | (sim::SIM_ENGINES as u64) << 32;
+            w[PI_NDISABLED] = sim::excluded_targets() as u64 | 1 << 32;
             w[PI_BITS] = bits;
             if bits & DPI_SPACE != 0 {
                 w[PI_S_TOTAL] = total;
@@ -560,7 +562,19 @@ pub unsafe extern "C" fn daos_obj_generate_oid2(
             }
         };
         let grp = class.id & 0xFFFF;
-        let grp_nr = if grp == 0xFFFF { (sim::SIM_TARGETS / class.grp_size).max(1) } else { grp };
+        let up = sim::SIM_TARGETS - sim::excluded_targets();
+        if grp == 0xFFFF && up < sim::SIM_ENGINES {
+            // DAOS 2.8 aborts the process here (reserve_grp_by_rf asserts that at least as
+            // many targets are up as there are fault domains); daos-sim fails the call loudly.
+            tracing::error!(
+                up,
+                domains = sim::SIM_ENGINES,
+                "daos_obj_generate_oid2: as many groups as possible \
+                on a pool with fewer targets up than fault domains: libdaos 2.8 would abort the process"
+            );
+            return -DER_MISC;
+        }
+        let grp_nr = if grp == 0xFFFF { (up / class.grp_size).max(1) } else { grp };
         if grp_nr * class.grp_size > sim::SIM_TARGETS {
             return -DER_INVAL;
         }

@@ -136,6 +136,7 @@ pub struct daos_pool_info_t {
     pub pi_private: [u64; 24],
 }
 pub const PI_NTARGETS: usize = 2;
+pub const PI_NDISABLED: usize = 3;
 pub const PI_BITS: usize = 5;
 pub const PI_S_TOTAL: usize = 6;
 pub const PI_S_FREE: usize = 8;

@@ -18,6 +18,16 @@ use crate::store::Store;
 pub const DEFAULT_POOLS: &str = "sim:kv";
 /// Number of targets the simulated pool pretends to have (for `*X` object classes).
 pub const SIM_TARGETS: u32 = 8;
+/// Engines the simulated pool pretends to have (`pi_nnodes`; fault domains at rank level).
+pub const SIM_ENGINES: u32 = 4;
+
+/// Targets the pool map shows excluded (control `excluded <n>`): what a real pool reports after
+/// DAOS excluded a dead engine. Only the pool query and object id generation look at it.
+static EXCLUDED: AtomicU64 = AtomicU64::new(0);
+
+pub fn excluded_targets() -> u32 {
+    EXCLUDED.load(Relaxed) as u32
+}
 
 pub struct Global {
     pub store: Store,
@@ -270,6 +280,13 @@ pub fn control(cmd: &str) -> c_int {
         }
         ["capacity", b] => b.parse::<u64>().map(crate::space::set_capacity).is_ok(),
         ["reclaim_ms", ms] => ms.parse::<u64>().map(crate::space::set_reclaim_ms).is_ok(),
+        ["excluded", n] => match n.parse::<u32>() {
+            Ok(n) if n < SIM_TARGETS => {
+                EXCLUDED.store(n as u64, Relaxed);
+                true
+            }
+            _ => false,
+        },
         ["copy", "on"] => {
             crate::copy::set_copying(true);
             true

@@ -2,10 +2,23 @@
 //! its deadline, and the one status `checkXfer` reports for it.
 //!
 //! A request is reported finished only when none of its folds can still touch the caller's
-//! buffers, or when its deadline has passed (then DAOS may still complete some, which the
-//! deadline contract accepts: DAOS cannot abort an RPC). An early failure of one fold therefore
-//! waits for its siblings, and folds not yet handed to DAOS are dropped once the attempt has
-//! failed, been cancelled (released or reposted) or passed its deadline.
+//! buffers, or when its deadline has passed. Past the deadline, DAOS may still complete a fold
+//! it holds (`daos_event_abort` does nothing in DAOS 2.8, and libdaos retries an RPC to a dead
+//! engine until DAOS excludes the engine). What that costs differs by direction:
+//!
+//! - A **read** that DAOS holds writes into the caller's buffer when it completes. LMCache,
+//!   vLLM and KVBM all hand a failed read's buffer straight back to their pools, so the request
+//!   is held: it stays in progress past its deadline while DAOS holds a fold, for at most
+//!   `hold` more (by then the replicated read has usually been retried on a live copy, and it
+//!   reports what DAOS says), and only then fails with a timeout.
+//! - A **write** is reported failed at its deadline. DAOS may still land it later, from a
+//!   buffer the caller may have refilled; the lanes punch such a key once it lands (see
+//!   `crate::lanes`), and fence the key until then.
+//!
+//! An early failure of one fold waits for its siblings, and folds not yet handed to DAOS are
+//! dropped once the attempt has failed, been cancelled (released or reposted) or passed its
+//! deadline. Once its timeout is reported, the folds DAOS still holds give their in-flight slots
+//! back (`Budget`): a dead engine must not keep the engine's budget full.
 //!
 //! Everything that decides an outcome (launch or drop a fold, count it back, report the
 //! terminal status) happens under one lock, so a fold can never be launched after the attempt
@@ -13,6 +26,8 @@
 //! The lock is taken once per fold launch and completion, and once per `checkXfer`.
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
@@ -20,16 +35,50 @@ use crate::error::{Error, Status};
 /// How often a waiting release checks whether the host is exiting.
 const DRAIN_SLICE: Duration = Duration::from_millis(50);
 
+/// The engine-wide count of in-flight slots taken by transfer RPCs (`max_inflight`): taken at
+/// launch, given back when DAOS completes the RPC, or earlier, once the RPC's request has been
+/// reported timed out (`Attempt::status`).
+#[derive(Debug)]
+pub struct Budget {
+    pub max: usize,
+    taken: AtomicUsize,
+}
+
+impl Budget {
+    pub fn new(max: usize) -> Budget {
+        Budget { max: max.max(1), taken: AtomicUsize::new(0) }
+    }
+
+    /// Takes a slot if one is free.
+    pub fn take(&self) -> bool {
+        if self.taken.fetch_add(1, Ordering::SeqCst) < self.max {
+            true
+        } else {
+            self.taken.fetch_sub(1, Ordering::SeqCst);
+            false
+        }
+    }
+
+    pub fn give(&self, n: usize) {
+        self.taken.fetch_sub(n, Ordering::SeqCst);
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// Folds not yet completed: still queued in a lane, or inside DAOS.
     remaining: usize,
     /// Folds handed to DAOS and not yet reaped: these may still touch the caller's buffers.
     in_daos: usize,
+    /// Of `in_daos`, those whose in-flight slot was given back when the timeout was reported.
+    slots_returned: usize,
     /// One fold failed; queued siblings are dropped.
     failed: bool,
     /// Released or reposted: nobody reads the outcome, queued folds are dropped.
     cancelled: bool,
+    /// Reported timed out, or released without DAOS giving its folds back in time: the caller
+    /// may have reused the buffers of the folds DAOS still holds.
+    given_up: bool,
     /// The first error, until the terminal status is reported.
     error: Option<Error>,
     /// The terminal status, once decided; every later `status()` returns it.
@@ -39,18 +88,27 @@ struct State {
 pub struct Attempt {
     total: usize,
     deadline: Instant,
+    /// Until when a request whose folds DAOS holds stays in progress past its deadline (reads;
+    /// equal to `deadline` for writes).
+    hold_until: Instant,
     timeout_ms: u64,
+    budget: Option<Arc<Budget>>,
     state: Mutex<State>,
     /// Signalled when `in_daos` drops to zero (release waits on it).
     drained: Condvar,
 }
 
 impl Attempt {
-    pub fn new(ops: usize, timeout: Duration) -> Attempt {
+    /// `hold`: how long past its deadline the request waits for folds DAOS holds (zero: none).
+    /// `budget`: where the folds' in-flight slots come from (None in tests of the lifecycle).
+    pub fn new(ops: usize, timeout: Duration, hold: Duration, budget: Option<Arc<Budget>>) -> Attempt {
+        let deadline = Instant::now() + timeout;
         Attempt {
             total: ops,
-            deadline: Instant::now() + timeout,
+            deadline,
+            hold_until: deadline + hold,
             timeout_ms: timeout.as_millis() as u64,
+            budget,
             state: Mutex::new(State { remaining: ops, ..State::default() }),
             drained: Condvar::new(),
         }
@@ -71,6 +129,12 @@ impl Attempt {
     /// Folds DAOS holds now.
     pub fn in_daos(&self) -> usize {
         self.lock().in_daos
+    }
+
+    /// Whether the caller was told it may reuse the buffers while DAOS held a fold: its
+    /// request was reported timed out, or its release stopped waiting at the deadline.
+    pub fn abandoned(&self) -> bool {
+        self.lock().given_up
     }
 
     fn may_launch(&self, s: &State) -> bool {
@@ -97,8 +161,9 @@ impl Attempt {
         true
     }
 
-    /// Called by a lane right before handing a fold to DAOS. False: drop the fold instead (and
-    /// report it with `skip`); true: the fold counts as inside DAOS until `complete(_, true)`.
+    /// Called by a lane right before handing a fold to DAOS (it holds a slot of the budget).
+    /// False: drop the fold instead (and report it with `skip`); true: the fold counts as
+    /// inside DAOS until `leave_daos`.
     pub fn begin_launch(&self) -> bool {
         let mut s = self.lock();
         if !self.may_launch(&s) {
@@ -108,8 +173,25 @@ impl Attempt {
         true
     }
 
-    /// Records the outcome of one fold; `launched`: it went through `begin_launch`.
-    pub fn complete(&self, result: Result<(), Error>, launched: bool) {
+    /// A launched fold is out of DAOS (completed, refused at launch, or fenced before it).
+    /// Returns whether its in-flight slot was given back already (the caller must not give it
+    /// back again).
+    pub fn leave_daos(&self) -> bool {
+        let mut s = self.lock();
+        s.in_daos -= 1;
+        if s.in_daos == 0 {
+            self.drained.notify_all();
+        }
+        if s.slots_returned > 0 {
+            s.slots_returned -= 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records the outcome of one fold (after `leave_daos`, for a launched one).
+    pub fn complete(&self, result: Result<(), Error>) {
         let mut s = self.lock();
         if let Err(e) = result {
             if !s.failed {
@@ -118,22 +200,6 @@ impl Attempt {
             }
         }
         s.remaining -= 1;
-        if launched {
-            s.in_daos -= 1;
-            if s.in_daos == 0 {
-                self.drained.notify_all();
-            }
-        }
-    }
-
-    /// A launched fold came back from DAOS to be sent again later (a write refused for space,
-    /// while eviction makes room): it no longer counts as inside DAOS, and stays remaining.
-    pub fn requeue(&self) {
-        let mut s = self.lock();
-        s.in_daos -= 1;
-        if s.in_daos == 0 {
-            self.drained.notify_all();
-        }
     }
 
     /// Whether a fold may still be sent (same rule as `begin_launch`, without launching).
@@ -152,7 +218,7 @@ impl Attempt {
                 Ok(()) // failed already (its error is kept) or cancelled (nobody asks)
             }
         };
-        self.complete(result, false);
+        self.complete(result);
     }
 
     fn timeout(&self, n: usize) -> Error {
@@ -174,7 +240,21 @@ impl Attempt {
                 None => Ok(Status::Success),
             }
         } else if self.past_deadline() {
+            if s.in_daos > 0 && Instant::now() < self.hold_until {
+                // Held: DAOS may still write the caller's buffer (see the module's comment).
+                // Queued folds are dropped by now (`may_launch`), so only DAOS's answer is left.
+                return Ok(Status::InProgress);
+            }
             s.cancelled = true;
+            s.given_up |= s.in_daos > 0;
+            // The folds DAOS still holds stop counting against the engine's budget.
+            let held = s.in_daos - s.slots_returned;
+            if held > 0 {
+                s.slots_returned += held;
+                if let Some(b) = &self.budget {
+                    b.give(held);
+                }
+            }
             Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining)))
         } else {
             return Ok(Status::InProgress);
@@ -186,15 +266,23 @@ impl Attempt {
         outcome
     }
 
+    /// Whether DAOS may still use the buffers after the reported outcome: a held request that
+    /// DAOS did not give back before its hold ran out.
+    pub fn exposed(&self) -> bool {
+        let s = self.lock();
+        s.reported.is_some() && s.in_daos > 0 && self.hold_until > self.deadline
+    }
+
     /// For a release: drops the queued folds and waits until DAOS holds none of them, at most
-    /// until the deadline. False when DAOS still holds some then (they may still touch the
+    /// until the hold ends. False when DAOS still holds some then (they may still touch the
     /// caller's buffers), or at once when the host is exiting (nothing drives DAOS any more).
     pub fn drain(&self) -> bool {
         let mut s = self.lock();
         s.cancelled = true;
         while s.in_daos > 0 {
-            let left = self.deadline.saturating_duration_since(Instant::now());
+            let left = self.hold_until.saturating_duration_since(Instant::now());
             if left.is_zero() || crate::host::exiting() {
+                s.given_up = true;
                 return false;
             }
             // Slices, to notice the host exiting.
@@ -215,25 +303,27 @@ mod tests {
 
     #[test]
     fn success_once_all_complete() {
-        let a = Attempt::new(2, Duration::from_secs(10));
+        let a = Attempt::new(2, Duration::from_secs(10), Duration::ZERO, None);
         assert_eq!(a.status().unwrap(), Status::InProgress);
-        a.complete(Ok(()), false);
+        a.complete(Ok(()));
         assert_eq!(a.status().unwrap(), Status::InProgress);
-        a.complete(Ok(()), false);
+        a.complete(Ok(()));
         assert_eq!(a.status().unwrap(), Status::Success);
         assert_eq!(a.status().unwrap(), Status::Success);
     }
 
     #[test]
     fn an_early_failure_waits_for_its_siblings() {
-        let a = Attempt::new(3, Duration::from_secs(10));
+        let a = Attempt::new(3, Duration::from_secs(10), Duration::ZERO, None);
         assert!(a.begin_launch() && a.begin_launch());
-        a.complete(Err(missing()), true);
+        a.leave_daos();
+        a.complete(Err(missing()));
         assert!(!a.begin_launch(), "queued siblings of a failed request are dropped");
         a.skip();
         assert_eq!(a.status().unwrap(), Status::InProgress, "a sibling may still write the buffer");
         assert!(a.busy());
-        a.complete(Ok(()), true);
+        a.leave_daos();
+        a.complete(Ok(()));
         assert!(!a.busy());
         assert!(matches!(a.status(), Err(Error::NoSuchKey { .. })));
         assert_eq!(a.status().unwrap(), Status::Backend, "the same status, reported once as an error");
@@ -241,8 +331,8 @@ mod tests {
 
     #[test]
     fn deadline_reports_a_timeout_but_stays_busy_while_daos_holds_a_fold() {
-        let a = Attempt::new(3, Duration::from_millis(20));
-        a.complete(Ok(()), false);
+        let a = Attempt::new(3, Duration::from_millis(20), Duration::ZERO, None);
+        a.complete(Ok(()));
         assert!(a.begin_launch());
         std::thread::sleep(Duration::from_millis(30));
         assert!(a.busy(), "DAOS still holds a fold: a repost would race with it");
@@ -257,7 +347,8 @@ mod tests {
         assert!(!a.begin_launch());
         assert!(!a.drain(), "past the deadline, release cannot wait DAOS out");
         // Late completions change nothing for the caller.
-        a.complete(Ok(()), true);
+        a.leave_daos();
+        a.complete(Ok(()));
         a.skip();
         assert_eq!(a.status().unwrap(), Status::Backend);
         assert!(!a.busy() && a.retire() && a.drain());
@@ -265,12 +356,13 @@ mod tests {
 
     #[test]
     fn drain_waits_for_the_folds_daos_holds_and_drops_queued_ones() {
-        let a = std::sync::Arc::new(Attempt::new(2, Duration::from_secs(10)));
+        let a = std::sync::Arc::new(Attempt::new(2, Duration::from_secs(10), Duration::ZERO, None));
         assert!(a.begin_launch());
         let b = a.clone();
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            b.complete(Ok(()), true);
+            b.leave_daos();
+            b.complete(Ok(()));
         });
         let t0 = Instant::now();
         assert!(a.drain());
@@ -281,7 +373,7 @@ mod tests {
 
     #[test]
     fn skipped_after_the_deadline_is_a_timeout() {
-        let a = Attempt::new(1, Duration::from_millis(5));
+        let a = Attempt::new(1, Duration::from_millis(5), Duration::ZERO, None);
         std::thread::sleep(Duration::from_millis(10));
         a.skip();
         assert!(matches!(a.status(), Err(Error::Timeout { .. })));
@@ -297,8 +389,8 @@ mod race_tests {
     #[test]
     fn concurrent_checks_never_report_success_for_a_failure() {
         for _ in 0..20000 {
-            let a = Arc::new(Attempt::new(1, Duration::from_secs(10)));
-            a.complete(Err(Error::NoSuchKey { key: "k".into() }), false);
+            let a = Arc::new(Attempt::new(1, Duration::from_secs(10), Duration::ZERO, None));
+            a.complete(Err(Error::NoSuchKey { key: "k".into() }));
             let gate = Arc::new(Barrier::new(4));
             let seen: Vec<_> = (0..4)
                 .map(|_| {

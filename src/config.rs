@@ -11,7 +11,12 @@ use crate::planner::FoldPolicy;
 
 pub const DEFAULT_LIBDAOS: &str = "libdaos.so.2";
 pub const DEFAULT_SYSTEM: &str = "daos_server";
-pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Deadline of a write, a size query and `create_backend` (README, "When an engine fails").
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// Deadline of a read: a read that cannot be served in time is a cache miss the consumer
+/// recomputes, and one that DAOS still holds then is waited for as long again, since DAOS
+/// writes its buffer when it completes (`crate::attempt`): so a read ends within 10 s.
+pub const DEFAULT_READ_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
 /// Payload of one RPC under `fold=auto`, chosen from measurements on a real DAOS engine
 /// (README, "Folding"; bench/fold_policy.py).
@@ -47,6 +52,7 @@ pub struct Config {
     pub num_queues: usize,
     pub max_inflight: usize,
     pub timeout_ms: u64,
+    pub read_timeout_ms: u64,
     pub evict: Eviction,
 }
 
@@ -113,7 +119,12 @@ pub const PARAMS: &[Param] = &[
     Param {
         name: "timeout_ms",
         default: |_| DEFAULT_TIMEOUT_MS.to_string(),
-        description: "deadline of one request or query, in milliseconds",
+        description: "deadline of a write, a size query and create_backend, in milliseconds",
+    },
+    Param {
+        name: "read_timeout_ms",
+        default: |_| DEFAULT_READ_TIMEOUT_MS.to_string(),
+        description: "deadline of a read, in milliseconds (default 5000, or timeout_ms if smaller); a read DAOS still holds then is waited for as long again",
     },
     Param {
         name: "evict",
@@ -287,6 +298,12 @@ impl Config {
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
             max_inflight: parse_int("max_inflight", &get("max_inflight"), 1, 1 << 20)? as usize,
             timeout_ms: parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?,
+            // Not given: 5 s, or timeout_ms when that is shorter (a caller who shortened the
+            // one deadline there was means reads too).
+            read_timeout_ms: match is_given(&given, "read_timeout_ms") {
+                true => parse_int("read_timeout_ms", &get("read_timeout_ms"), 1, 3_600_000)?,
+                false => parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?.min(DEFAULT_READ_TIMEOUT_MS),
+            },
             evict: Eviction {
                 enabled: parse_bool("evict", &get("evict"))?,
                 keep_free: parse_int("evict_keep_free", &get("evict_keep_free"), 0, 90)? as f64 / 100.0,
@@ -314,7 +331,8 @@ mod tests {
         assert_eq!(c.daos_lib, "libdaos.so.2");
         assert!(!c.create_container && c.oclass.is_none());
         assert_eq!(c.fold, FoldPolicy::Sized { target: DEFAULT_RPC_TARGET_BYTES });
-        assert_eq!(c.timeout_ms, 30_000);
+        assert_eq!(c.timeout_ms, 10_000);
+        assert_eq!(c.read_timeout_ms, 5_000);
         assert_eq!(c.evict, Eviction { enabled: true, keep_free: 0.10, reclaim_ms: DEFAULT_EVICT_RECLAIM_MS });
         let off = Config::parse(
             &p(&[("pool", "p"), ("container", "c"), ("evict", "false"), ("evict_keep_free", "25")]),
@@ -332,6 +350,7 @@ mod tests {
                 ("container", "c"),
                 ("fold", "false"),
                 ("timeout_ms", "250"),
+                ("read_timeout_ms", "75"),
                 ("oclass", "OC_RP_3GX"),
                 ("num_queues", "3"),
             ]),
@@ -340,6 +359,11 @@ mod tests {
         .unwrap();
         assert_eq!(c.fold, FoldPolicy::Off);
         assert_eq!(c.timeout_ms, 250);
+        assert_eq!(c.read_timeout_ms, 75);
+        let short = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("timeout_ms", "300")]), &no_env).unwrap();
+        assert_eq!(short.read_timeout_ms, 300, "a shorter timeout_ms shortens reads too");
+        let long = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("timeout_ms", "60000")]), &no_env).unwrap();
+        assert_eq!(long.read_timeout_ms, DEFAULT_READ_TIMEOUT_MS);
         assert_eq!(c.oclass.as_deref(), Some("RP_3GX"));
         assert_eq!(c.num_queues, 3);
     }
@@ -390,6 +414,7 @@ mod tests {
         for (k, v) in [
             ("timeout_ms", "abc"),
             ("timeout_ms", "0"),
+            ("read_timeout_ms", "0"),
             ("fold", "maybe"),
             ("rpc_target_bytes", "12"),
             ("num_queues", "0"),

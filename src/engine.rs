@@ -7,16 +7,17 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::attempt::Attempt;
+use crate::attempt::{Attempt, Budget};
 use crate::config::Config;
 use crate::daos::io::IoKind;
 use crate::daos::query;
-use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool};
+use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
 use crate::evict::{self, Evictor, Posting, WriteIds};
 use crate::key::ObjectKey;
 use crate::lanes::{Lanes, Op};
 use crate::planner::{self, Fold, Pair};
+use crate::watch::MapWatch;
 
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
 /// Every engine on the same container uses it, so agents share their keys.
@@ -33,9 +34,21 @@ pub const OBJECT_ID_ATTR: &str = "nixl_daos.object_id";
 /// and, when DAOS picks the class, a group count from the pool's size at that moment: engines
 /// started before and after a pool extension would address different objects and miss each
 /// other's keys. So the first engine records the id in a container attribute and every later
-/// one reuses it.
-fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: Option<&str>) -> Result<ObjectId> {
-    let wanted = Object::generate_id(lib, cont, OBJECT_LO, oclass)?;
+/// one reuses it, without generating one (on a pool with an excluded engine, generating can
+/// abort the process inside libdaos, see `Object::generate_id`).
+///
+/// On such a degraded pool a container without a record gets a provisional id of one group,
+/// not recorded: an id generated there would spread the keys over fewer groups than the
+/// healthy pool gives, and the record would keep that for good.
+fn object_id(
+    lib: &'static Library,
+    cont: &Container,
+    health: Option<PoolHealth>,
+    oclass: u32,
+    oclass_name: Option<&str>,
+) -> Result<ObjectId> {
+    // Unknown health (the query failed): treated as degraded, the safe side.
+    let healthy = health.is_some_and(|h| !h.degraded());
     match cont.get_attr(OBJECT_ID_ATTR)? {
         Some(bytes) => {
             let recorded = ObjectId::from_bytes(&bytes).ok_or_else(|| {
@@ -44,26 +57,44 @@ fn object_id(lib: &'static Library, cont: &Container, oclass: u32, oclass_name: 
                     bytes.len()
                 ))
             })?;
-            if let (true, Some(name)) = (recorded != wanted, oclass_name) {
-                tracing::warn!(
+            // Only to say when the record differs from what a new one would be; on a healthy
+            // pool only.
+            let wanted = if healthy { Object::generate_id(lib, cont, OBJECT_LO, oclass, true).ok() } else { None };
+            match (wanted, oclass_name) {
+                (Some(w), Some(name)) if w != recorded => tracing::warn!(
                     "container {:?} already keeps its keys in object {:#x}.{:#x}, created with another class than oclass={name:?}; \
                      using it (its class stays), so existing keys remain visible",
                     cont.label, recorded.hi, recorded.lo
-                );
-            } else if recorded.groups() < wanted.groups() {
-                // Recorded by an older plugin (no sharding hint) or before the pool grew.
-                tracing::warn!(
+                ),
+                (Some(w), _) if recorded.groups() < w.groups() => tracing::warn!(
+                    // Recorded by an older plugin (no sharding hint) or before the pool grew.
                     "container {:?} keeps its keys in object {:#x}.{:#x} of {} redundancy group(s), where a new one would get {}: \
                      its keys stay on fewer targets; to spread them, use a new container (its keys are a cache: \
                      daos cont destroy + create, or another container label)",
-                    cont.label, recorded.hi, recorded.lo, recorded.groups(), wanted.groups()
-                );
+                    cont.label, recorded.hi, recorded.lo, recorded.groups(), w.groups()
+                ),
+                _ => {}
             }
             Ok(recorded)
         }
-        None => {
+        None if healthy => {
+            let wanted = Object::generate_id(lib, cont, OBJECT_LO, oclass, true)?;
             cont.set_attr(OBJECT_ID_ATTR, &wanted.to_bytes())?;
             Ok(wanted)
+        }
+        None => {
+            let provisional = Object::generate_id(lib, cont, OBJECT_LO, oclass, false)?;
+            tracing::warn!(
+                "container {:?} has no object yet and its pool is degraded ({}): using a provisional object of one \
+                 redundancy group, not recorded; the first engine started on the healthy pool records the container's \
+                 object, and engines started before then keep their keys apart from it until they are restarted",
+                cont.label,
+                health.map_or("its state is unknown".to_string(), |h| format!(
+                    "{} of {} targets excluded",
+                    h.disabled, h.targets
+                )),
+            );
+            Ok(provisional)
         }
     }
 }
@@ -188,6 +219,10 @@ pub struct Engine {
     /// The id every write posting stores beside its data (`GEN_AKEY`), eviction on or off.
     ids: WriteIds,
     lanes: Lanes,
+    budget: Arc<Budget>,
+    /// Refreshes the pool map once requests time out (stopped after the lanes).
+    watch: Option<MapWatch>,
+    poke: Arc<dyn Fn() + Send + Sync>,
     /// Closed after the lanes stop; left open when operations were left inside DAOS, since
     /// closing the container or pool talks to the (presumably dead) server.
     handles: Option<Handles>,
@@ -200,10 +235,10 @@ impl Engine {
     pub fn create(cfg: Config) -> Result<Engine> {
         crate::host::init();
         let lib = Library::load(&cfg.daos_lib)?;
-        let init = lib.init()?;
         // A dead server must not block create_backend: every call below shares this bound.
         let bound = Bound::from_now(cfg.timeout_ms);
-        let pool = Pool::connect(lib, &cfg.pool, &cfg.system, bound).map_err(|e| {
+        let t0 = Instant::now();
+        let (pool, init) = Pool::connect(lib, &cfg.pool, &cfg.system, bound).map_err(|e| {
             let check = if matches!(e, Error::Timeout { .. }) {
                 "Check that the DAOS servers are up (`dmg system query`)"
             } else {
@@ -215,7 +250,19 @@ impl Engine {
             ))
             .with_der(e.der())
         })?;
+        tracing::debug!(pool = %cfg.pool, "create_backend: pool connected after {:?}", t0.elapsed());
+        // A call that timed out leaves the servers unanswered: the handles opened before it stay
+        // open rather than wait on a close (create_backend must end by its deadline).
+        let abandon_on_timeout = |e: &Error, pool: &Pool, cont: Option<&Container>| {
+            if matches!(e, Error::Timeout { .. }) {
+                pool.abandon();
+                if let Some(c) = cont {
+                    c.abandon();
+                }
+            }
+        };
         let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
+            abandon_on_timeout(&e, &pool, None);
             let hint = if e.is_nonexistent() {
                 "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
             } else {
@@ -232,7 +279,12 @@ impl Engine {
                 expected: "an object class DAOS knows, such as SX, RP_2GX, RP_3GX or EC_2P1GX, or empty".into(),
             })?,
         };
-        let oid = object_id(lib, &cont, oclass, cfg.oclass.as_deref())?;
+        tracing::debug!(container = %cfg.container, "create_backend: container open after {:?}", t0.elapsed());
+        // Also installs the newest pool map before anything is placed.
+        let health = pool.health(bound).inspect_err(|e| tracing::warn!(pool = %cfg.pool, "{e}")).ok();
+        let oid = object_id(lib, &cont, health, oclass, cfg.oclass.as_deref())
+            .inspect_err(|e| abandon_on_timeout(e, &pool, Some(&cont)))?;
+        tracing::debug!(health = ?health, "create_backend: object id after {:?}", t0.elapsed());
         let obj = Arc::new(Object::open(lib, &cont, oid)?);
         let index = Arc::new(Object::open(lib, &cont, ObjectId { lo: INDEX_LO, hi: oid.hi })?);
         let pool = Arc::new(pool);
@@ -249,21 +301,36 @@ impl Engine {
         } else {
             None
         };
+        let watch = MapWatch::start(pool.clone(), lib.init()?, health)?;
+        let poke = watch.poker();
+        let budget = Arc::new(Budget::new(cfg.max_inflight));
         let lanes = Lanes::start(
             lib,
             obj.clone(),
             cfg.num_queues,
-            cfg.max_inflight,
+            budget.clone(),
             TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)),
             evictor.as_ref().map(|e| e.recorder.clone()),
+            Some(poke.clone()),
         )?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
-            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
+            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, read_timeout_ms = cfg.read_timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
             groups = oid.groups(), evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
         );
         let handles = Some(Handles { obj, _index: index, oid, _cont: cont, _pool: pool, _init: init });
-        Ok(Engine { cfg, evictor, ids: WriteIds::default(), lanes, handles, lib, pid: std::process::id() })
+        Ok(Engine {
+            cfg,
+            evictor,
+            ids: WriteIds::default(),
+            lanes,
+            budget,
+            watch: Some(watch),
+            poke,
+            handles,
+            lib,
+            pid: std::process::id(),
+        })
     }
 
     pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
@@ -331,7 +398,18 @@ impl Engine {
                 return Err(Error::RepostActive);
             }
         }
-        let attempt = Arc::new(Attempt::new(st.folds.len(), Duration::from_millis(self.cfg.timeout_ms)));
+        // A read DAOS still holds at its deadline is waited for as long again (its buffer is
+        // written when DAOS completes it, see crate::attempt); a write is not.
+        let (timeout, hold) = match req.op {
+            XferOp::Read => (self.cfg.read_timeout_ms, self.cfg.read_timeout_ms),
+            XferOp::Write => (self.cfg.timeout_ms, 0),
+        };
+        let attempt = Arc::new(Attempt::new(
+            st.folds.len(),
+            Duration::from_millis(timeout),
+            Duration::from_millis(hold),
+            Some(self.budget.clone()),
+        ));
         st.current = Some(attempt.clone());
         if st.folds.is_empty() {
             return Ok(Status::Success);
@@ -364,11 +442,23 @@ impl Engine {
             None => return Ok(Status::NotPosted),
         };
         attempt.status().inspect_err(|e| match e {
-            Error::Timeout { .. } => tracing::error!(
-                pool = %self.cfg.pool,
-                "DAOS transfer failed: {e}; DAOS may still use the request's buffers until it answers \
-                 (the request cannot be reposted, nor its keys written, until then)"
-            ),
+            Error::Timeout { .. } => {
+                (self.poke)();
+                if attempt.exposed() {
+                    tracing::error!(
+                        pool = %self.cfg.pool,
+                        "DAOS transfer failed: {e}, and DAOS did not give its read back within as long again: \
+                         DAOS may still write the request's buffers when it answers; keep them if you can \
+                         (the request cannot be reposted until then)"
+                    )
+                } else {
+                    tracing::error!(
+                        pool = %self.cfg.pool,
+                        "DAOS transfer failed: {e}; a write DAOS still holds is punched if it lands later, and its \
+                         keys are not written or read again by this engine until then"
+                    )
+                }
+            }
             e => tracing::error!(pool = %self.cfg.pool, "DAOS transfer failed: {e}"),
         })
     }
@@ -390,7 +480,11 @@ impl Engine {
             return Ok(());
         }
         req.lock().folds = Vec::new();
-        Err(Error::StillInDaos { n: a.in_daos(), ms: self.cfg.timeout_ms })
+        let ms = match req.op {
+            XferOp::Read => 2 * self.cfg.read_timeout_ms, // its deadline and its hold
+            XferOp::Write => self.cfg.timeout_ms,
+        };
+        Err(Error::StillInDaos { n: a.in_daos(), ms })
     }
 
     /// Size of each key, None where it does not exist. Up to max_inflight queries run at once,
@@ -450,6 +544,9 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let leaked = self.lanes.shutdown();
+        if let Some(mut w) = self.watch.take() {
+            w.stop(TEARDOWN_GRACE);
+        }
         if let Some(mut e) = self.evictor.take() {
             e.stop(TEARDOWN_GRACE.min(Duration::from_millis(self.cfg.timeout_ms)));
         }

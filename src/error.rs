@@ -62,7 +62,7 @@ pub enum Error {
     NoSuchKey { key: String },
     #[error("short read of key {key:?}: asked for {want} bytes, DAOS holds {got} of them")]
     ShortRead { key: String, want: u64, got: u64 },
-    #[error("{what} did not complete within timeout_ms={ms}")]
+    #[error("{what} did not complete within its deadline of {ms} ms")]
     Timeout { what: String, ms: u64 },
     #[error("the engine is shutting down")]
     ShuttingDown,
@@ -74,15 +74,16 @@ pub enum Error {
     )]
     Forked { pid: u32 },
     /// A write may not overtake an earlier one DAOS still holds past its deadline: that one
-    /// could land afterwards and silently replace this one's bytes.
+    /// could land afterwards and silently replace this one's bytes. Nor may a read go while
+    /// such a write may still land (it is punched once it does).
     #[error(
         "key {key:?} has an earlier write still inside DAOS past its deadline; it may land at any \
-         time, so this write was not sent (retry once the server answers again)"
+         time (and is then removed), so this request was not sent (retry once the server answers again)"
     )]
     Fenced { key: String },
     /// Release could not wait DAOS out: the request's buffers are still DAOS's.
     #[error(
-        "{n} DAOS RPC(s) of this request still use its buffers past its deadline (timeout_ms={ms}); \
+        "{n} DAOS RPC(s) of this request still use its buffers past its deadline ({ms} ms); \
          the request is not released: keep its buffers allocated and release it again later"
     )]
     StillInDaos { n: usize, ms: u64 },

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::attempt::Attempt;
+use crate::attempt::{Attempt, Budget};
 use crate::daos::io::{Extent, IoDesc, IoKind};
 use crate::daos::query::Abandoned;
 use crate::daos::{daos_event_t, rc_is_nospace, EventQueue, Library, Object};
@@ -65,6 +65,9 @@ pub struct Op {
     /// The write posting this update belongs to, for eviction's record (None with eviction off,
     /// and for reads).
     posting: Option<Arc<Posting>>,
+    /// A punch of a write that landed late holds that write's place in the write fence, and
+    /// leaves it when DAOS has punched the key.
+    fence: Option<Instant>,
 }
 
 impl Op {
@@ -84,7 +87,15 @@ impl Op {
             backoff: NOSPACE_RETRY_FIRST,
             refused_at: None,
             posting,
+            fence: None,
         })
+    }
+
+    /// Punch of `key`, holding the write fence's entry `fence` until it completes.
+    fn punch(key: &ObjectKey, fence: Instant) -> Box<Op> {
+        let mut op = Op::new(IoKind::Punch, key, &[], None, None, None);
+        op.fence = Some(fence);
+        op
     }
 
     fn daos_error(&self, lib: &Library, rc: i32) -> Error {
@@ -92,6 +103,7 @@ impl Op {
             IoKind::Update => "daos_obj_update",
             IoKind::Fetch => "daos_obj_fetch",
             IoKind::Size => "daos_obj_query_key",
+            IoKind::Punch => "daos_obj_punch_dkeys",
         };
         Error::Daos { call, rc, name: lib.errstr(rc) }
     }
@@ -113,9 +125,8 @@ impl Op {
         Ok(())
     }
 
-    /// Reports the DAOS result to the op's transfer; `launched`: it went through
-    /// `Attempt::begin_launch`.
-    fn finish(self: Box<Op>, lib: &Library, rc: i32, launched: bool) {
+    /// Reports the DAOS result to the op's transfer (after `Attempt::leave_daos`).
+    fn finish(self: Box<Op>, lib: &Library, rc: i32) {
         let result = self.xfer_result(lib, rc);
         if let Err(e) = &result {
             tracing::debug!(key = %self.io.key().display(), "DAOS operation failed: {e}");
@@ -123,14 +134,14 @@ impl Op {
         // An update is atomic: with rc 0 all of it landed, otherwise none.
         self.settle((rc == 0).then(|| self.io.bytes()));
         if let Some(a) = &self.attempt {
-            a.complete(result, launched);
+            a.complete(result);
         }
     }
 
-    fn fail(self: Box<Op>, e: Error, launched: bool) {
+    fn fail(self: Box<Op>, e: Error) {
         self.settle(None);
         if let Some(a) = &self.attempt {
-            a.complete(Err(e), launched);
+            a.complete(Err(e));
         }
     }
 
@@ -149,9 +160,14 @@ impl Op {
         }
     }
 
-    /// A transfer's update: it takes part in the write fence.
-    fn fenced_write(&self) -> Option<&Arc<Attempt>> {
-        self.attempt.as_ref().filter(|_| self.io.kind == IoKind::Update)
+    /// The write fence's entry this op holds: a transfer's update (its request's deadline),
+    /// or the punch of one that landed late.
+    fn fence_deadline(&self) -> Option<Instant> {
+        match (self.io.kind, &self.attempt) {
+            (IoKind::Update, Some(a)) => Some(a.deadline()),
+            (IoKind::Punch, _) => self.fence,
+            _ => None,
+        }
     }
 }
 
@@ -218,17 +234,22 @@ impl Orphans {
 /// the write fence and the orphaned queries.
 struct Shared {
     lib: &'static Library,
-    max_inflight: usize,
-    /// RPCs of transfers inside DAOS, over all lanes.
-    inflight: AtomicUsize,
+    /// In-flight slots of transfer RPCs, over all lanes (`max_inflight`).
+    budget: Arc<Budget>,
+    /// Told when DAOS answers in a way that says its pool map may have changed.
+    trouble: Option<Arc<dyn Fn() + Send + Sync>>,
     waiting: Mutex<VecDeque<Box<Op>>>,
     /// Length of `waiting`, readable without its lock: new ops go straight to DAOS only when
     /// nothing waits, so they never overtake queued ones.
     waiting_len: AtomicUsize,
     /// Deadlines of the updates DAOS holds, per key. An update of a key whose earlier update
     /// is past its deadline and still inside DAOS is not sent: the old one may land at any
-    /// moment and would silently replace the new bytes, which the caller saw succeed.
+    /// moment and would silently replace the new bytes, which the caller saw succeed. Nor is
+    /// a fetch of it: the old update, once landed, is punched (`Lane::punch_late`), since its
+    /// caller was told it failed and may have refilled the buffer DAOS reads it from.
     writes: Mutex<HashMap<ObjectKey, Vec<Instant>>>,
+    /// Keys in `writes`, readable without its lock: fetches look only when some are.
+    writes_len: AtomicUsize,
     orphans: Orphans,
     /// Eviction's view of the writes (None with eviction off): completed writes and refusals
     /// for space.
@@ -265,23 +286,26 @@ impl Shared {
         ops.extend(self.retry.lock().drain(..).map(|(_, op)| op));
         self.waiting_len.store(0, Ordering::SeqCst);
         for op in ops {
-            op.fail(Error::ShuttingDown, false);
+            op.fail(Error::ShuttingDown);
         }
     }
 
     /// Takes an in-flight slot if one is free.
     fn reserve(&self) -> bool {
-        if self.inflight.fetch_add(1, Ordering::SeqCst) < self.max_inflight {
+        if self.budget.take() {
             crate::host::in_daos_add(1);
             true
         } else {
-            self.inflight.fetch_sub(1, Ordering::SeqCst);
             false
         }
     }
 
-    fn unreserve(&self) {
-        self.inflight.fetch_sub(1, Ordering::SeqCst);
+    /// Gives back what `reserve` took; `slot_returned`: the budget's slot went back already
+    /// (its request was reported timed out), only the exit's count is left.
+    fn unreserve(&self, slot_returned: bool) {
+        if !slot_returned {
+            self.budget.give(1);
+        }
         crate::host::in_daos_sub(1);
     }
 
@@ -294,7 +318,21 @@ impl Shared {
             return Err(Error::Fenced { key: key.display() });
         }
         held.push(deadline);
+        self.writes_len.store(w.len(), Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Err when a fetch of `key` must not be sent: an update of it is past its deadline and
+    /// still inside DAOS, or landed late and is being punched.
+    fn fence_check_read(&self, key: &ObjectKey) -> Result<(), Error> {
+        if self.writes_len.load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        match self.writes.lock().get(key) {
+            Some(held) if held.iter().any(|&d| d <= now) => Err(Error::Fenced { key: key.display() }),
+            _ => Ok(()),
+        }
     }
 
     fn fence_leave(&self, key: &ObjectKey, deadline: Instant) {
@@ -306,6 +344,13 @@ impl Shared {
             if held.is_empty() {
                 w.remove(key);
             }
+        }
+        self.writes_len.store(w.len(), Ordering::SeqCst);
+    }
+
+    fn trouble(&self) {
+        if let Some(t) = &self.trouble {
+            t();
         }
     }
 }
@@ -339,16 +384,19 @@ impl Lane {
             // Decided under the attempt's lock: once it was released, reposted, failed or
             // timed out, none of its folds reaches DAOS any more.
             if !a.begin_launch() {
-                sh.unreserve();
+                sh.unreserve(false);
                 op.skip();
                 return;
             }
-        }
-        if let Some(a) = op.fenced_write() {
-            if let Err(e) = sh.fence_enter(op.io.key(), a.deadline()) {
+            let fenced = match op.io.kind {
+                IoKind::Update => sh.fence_enter(op.io.key(), a.deadline()),
+                IoKind::Fetch => sh.fence_check_read(op.io.key()),
+                _ => Ok(()),
+            };
+            if let Err(e) = fenced {
                 tracing::warn!("{e}");
-                sh.unreserve();
-                op.fail(e, true);
+                sh.unreserve(a.leave_daos());
+                op.fail(e);
                 return;
             }
         }
@@ -376,21 +424,22 @@ impl Lane {
 
     /// Undoes `launch`'s accounting for an op DAOS refused; `rc`: DAOS's return code.
     fn not_launched(&self, op: Box<Op>, rc: Result<i32, Error>) {
-        self.release_slot(&op);
-        let launched = op.attempt.is_some();
+        self.release_slot(&op, true);
         match rc {
-            Ok(rc) => op.finish(self.shared.lib, rc, launched),
-            Err(e) => op.fail(e, launched),
+            Ok(rc) => op.finish(self.shared.lib, rc),
+            Err(e) => op.fail(e),
         }
     }
 
-    /// Gives back what a launched op held: its slots and its place in the write fence.
-    fn release_slot(&self, op: &Op) {
-        if let Some(a) = op.fenced_write() {
-            self.shared.fence_leave(op.io.key(), a.deadline());
+    /// Gives back what a launched op held: its slots and, unless `unfence` is false, its place
+    /// in the write fence.
+    fn release_slot(&self, op: &Op, unfence: bool) {
+        if let (Some(d), true) = (op.fence_deadline(), unfence) {
+            self.shared.fence_leave(op.io.key(), d);
         }
         self.inflight.fetch_sub(1, Ordering::SeqCst);
-        self.shared.unreserve();
+        let returned = op.attempt.as_ref().is_some_and(|a| a.leave_daos());
+        self.shared.unreserve(returned);
     }
 
     fn submit(&self, op: Box<Op>) {
@@ -398,7 +447,7 @@ impl Lane {
         // Held while this thread may launch into DAOS (see host.rs).
         let drive = crate::host::drive();
         if self.stop.load(Ordering::Acquire) || drive.is_none() {
-            op.fail(Error::ShuttingDown, false);
+            op.fail(Error::ShuttingDown);
             return;
         }
         if sh.waiting_len.load(Ordering::SeqCst) == 0 && sh.reserve() {
@@ -434,7 +483,7 @@ impl Lane {
             };
             match op {
                 Some(op) => self.launch(op),
-                None => sh.unreserve(),
+                None => sh.unreserve(false),
             }
         }
     }
@@ -446,7 +495,30 @@ impl Lane {
         let rc = op.ev.ev_error;
         // SAFETY: reaped, so no longer running.
         unsafe { self.eq.fini_event(&mut op.ev) };
-        self.release_slot(&op);
+        if op.io.kind == IoKind::Punch {
+            self.punched(op, rc);
+            return;
+        }
+        // A write that landed after its request was given up (timed out or released): its
+        // caller was told it failed, and may have refilled the buffer DAOS read it from
+        // (libdaos resends an RPC from the same buffer until the engine answers). So it is
+        // punched, and the key stays fenced until then.
+        let late = rc == 0 && op.io.kind == IoKind::Update && op.attempt.as_ref().is_some_and(|a| a.abandoned());
+        self.release_slot(&op, !late);
+        if rc != 0 && crate::daos::rc_is_trouble(rc) {
+            self.shared.trouble();
+        }
+        if late {
+            let fence = op.fence_deadline().expect("an update of a transfer is fenced");
+            tracing::warn!(
+                key = %op.io.key().display(),
+                "a DAOS write landed after its request was reported failed: punching the key (its bytes may be \
+                 the buffer's later contents)"
+            );
+            self.launch_punch(Op::punch(op.io.key(), fence));
+            op.finish(self.shared.lib, rc);
+            return;
+        }
         if let (Some(r), IoKind::Update) = (&self.shared.recorder, op.io.kind) {
             if rc_is_nospace(rc) {
                 r.out_of_space();
@@ -454,19 +526,59 @@ impl Lane {
                 // request wants it (not past its deadline, failed or released) and the lanes run.
                 let first = *op.refused_at.get_or_insert_with(Instant::now);
                 let worth = r.room_expected() || first.elapsed() < NOSPACE_GRACE;
-                if worth && !self.stop.load(Ordering::Acquire) {
-                    if let Some(a) = op.attempt.clone().filter(|a| a.wants_more()) {
-                        a.requeue();
-                        let wait = op.backoff;
-                        op.backoff = (wait * 2).min(NOSPACE_RETRY_MAX);
-                        self.shared.retry.lock().push((Instant::now() + wait, op));
-                        return;
-                    }
+                let wanted = op.attempt.as_ref().is_some_and(|a| a.wants_more());
+                if worth && wanted && !self.stop.load(Ordering::Acquire) {
+                    let wait = op.backoff;
+                    op.backoff = (wait * 2).min(NOSPACE_RETRY_MAX);
+                    self.shared.retry.lock().push((Instant::now() + wait, op));
+                    return;
                 }
             }
         }
-        let launched = op.attempt.is_some();
-        op.finish(self.shared.lib, rc, launched);
+        op.finish(self.shared.lib, rc);
+    }
+
+    /// Launches the punch of a key whose write landed late, outside the budget (it is rare,
+    /// and must not wait behind the writes it protects). Counted as in flight on this lane.
+    fn launch_punch(&self, op: Box<Op>) {
+        crate::host::in_daos_add(1);
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        let raw = Box::into_raw(op);
+        // SAFETY: as in `launch`: the boxed Op belongs to DAOS from here until reaped; on a
+        // failure to launch it is ours again.
+        unsafe {
+            let ev = std::ptr::addr_of_mut!((*raw).ev);
+            let rc = match self.eq.init_event(ev) {
+                Err(_) => -1,
+                Ok(()) => {
+                    let rc = self.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev);
+                    if rc != 0 {
+                        self.eq.fini_event(ev);
+                    }
+                    rc
+                }
+            };
+            if rc != 0 {
+                self.punched(Box::from_raw(raw), rc);
+            }
+        }
+    }
+
+    /// A late write's punch completed (or could not be launched): the key leaves the fence.
+    fn punched(&self, op: Box<Op>, rc: i32) {
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
+        crate::host::in_daos_sub(1);
+        if let Some(d) = op.fence {
+            self.shared.fence_leave(op.io.key(), d);
+        }
+        if rc != 0 {
+            tracing::error!(
+                key = %op.io.key().display(),
+                "could not punch a key whose write landed after its request was reported failed ({}): \
+                 its bytes may not be what any caller wrote",
+                self.shared.lib.errstr(rc)
+            );
+        }
     }
 
     /// Sleeps while there is nothing to do. Returns false when it did not sleep.
@@ -554,17 +666,19 @@ impl Lanes {
         lib: &'static Library,
         obj: Arc<Object>,
         n: usize,
-        max_inflight: usize,
+        budget: Arc<Budget>,
         grace: Duration,
         recorder: Option<Arc<Recorder>>,
+        trouble: Option<Arc<dyn Fn() + Send + Sync>>,
     ) -> Result<Lanes, Error> {
         let shared = Arc::new(Shared {
             lib,
-            max_inflight: max_inflight.max(1),
-            inflight: AtomicUsize::new(0),
+            budget,
+            trouble,
             waiting: Mutex::new(VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
             writes: Mutex::new(HashMap::new()),
+            writes_len: AtomicUsize::new(0),
             orphans: Orphans::default(),
             recorder,
             retry: Mutex::new(Vec::new()),
@@ -612,9 +726,11 @@ impl Lanes {
         }
     }
 
-    /// Transfer RPCs inside DAOS, plus abandoned size queries not yet reaped.
+    /// Operations inside DAOS (transfer RPCs, also those of requests that timed out, and
+    /// punches), plus abandoned size queries not yet reaped.
     pub fn inflight(&self) -> usize {
-        self.shared.inflight.load(Ordering::SeqCst) + self.shared.orphans.count.load(Ordering::Acquire)
+        self.lanes.iter().map(|l| l.inflight.load(Ordering::SeqCst)).sum::<usize>()
+            + self.shared.orphans.count.load(Ordering::Acquire)
     }
 
     /// Hands the size queries a `queryMem` gave up on to the lanes, which free them once DAOS
@@ -648,6 +764,10 @@ impl Lanes {
             let n = l.leaked.load(Ordering::Acquire);
             if n > 0 {
                 l.eq.leak();
+                // Nothing of this engine drives them any more, so nothing of theirs lands in the
+                // caller's memory through us: the exit's drain must not wait for them (it did,
+                // for its whole bound, after every engine that left operations behind).
+                crate::host::in_daos_sub(n as usize);
             } else {
                 l.eq.destroy();
             }

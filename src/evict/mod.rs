@@ -820,13 +820,7 @@ impl Evictor {
         self.stop.store(true, Ordering::Release);
         self.recorder.wake();
         let Some(t) = self.thread.take() else { return };
-        let until = Instant::now() + grace;
-        while !t.is_finished() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        if t.is_finished() {
-            let _ = t.join();
-        } else {
+        if !crate::join::join_within(t, grace) {
             tracing::warn!("DAOS eviction thread still inside DAOS after {grace:?}; left to finish on its own");
         }
     }

@@ -145,8 +145,34 @@ evict_pass() (
 	exit "$rc"
 )
 
+# An engine of a redundant three-engine system dies under load (tests/e2e/test_real_failover.py):
+# a fresh system with three engines of two targets, a container with rd_fac:1,rd_lvl:1 (all
+# engines share one host, so redundancy is at rank level). The plugin runs with its defaults.
+# The last scenario kills two engines, so the trap stops the system. Same lock.
+failover_pass() (
+	exec 9>"$LOCK"
+	say "real DAOS (failover): waiting for $LOCK"
+	flock 9
+	trap 'say "real DAOS (failover): stopping the engines"; bash "$REAL_DAOS" stop >/dev/null 2>&1 || true' EXIT
+	trap 'exit 130' INT TERM
+	export DAOS_LOCAL_ENGINES=3 DAOS_LOCAL_TARGETS=2 DAOS_LOCAL_SCM_GB=4 DAOS_LOCAL_POOL_SIZE=4500MiB
+	local log=$ROOT/target/daos-local-failover.log
+	say "real DAOS (failover): starting three engines"
+	bash "$REAL_DAOS" start >"$log" 2>&1 || { tail -30 "$log"; say "ERROR: real DAOS (failover): the engines did not start (log: $log)"; exit 1; }
+	eval "$(bash "$REAL_DAOS" env)"
+	"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-failover --properties rd_fac:1,rd_lvl:1 >>"$log" 2>&1 ||
+		{ tail -5 "$log"; say "ERROR: real DAOS (failover): daos cont create failed"; exit 1; }
+	export NIXL_DAOS_TESTBED=1 DAOS_CONT=nixl-failover NIXL_DAOS_LOCAL=$REAL_DAOS NIXL_DAOS_FAILOVER=1
+	say "pytest tests/e2e/test_real_failover.py against three real DAOS engines (pool $DAOS_POOL)"
+	local rc=0
+	timeout --signal=KILL 1800 "$VPY" -m pytest tests/e2e/test_real_failover.py -v -ra -s -p no:cacheprovider || rc=$?
+	[ "$rc" = 0 ] && say "real DAOS (failover): all tests passed" || say "ERROR: real DAOS (failover): pytest failed (exit $rc)"
+	exit "$rc"
+)
+
 real_rc=0
 evict_rc=0
+failover_rc=0
 if [ ! -f "$REAL_DAOS" ]; then
 	say "real DAOS pass skipped: no $REAL_DAOS (a real pool: ci/e2e-testbed.sh)"
 elif [ "$(id -u)" != 0 ]; then
@@ -154,10 +180,12 @@ elif [ "$(id -u)" != 0 ]; then
 else
 	real_pass "$@" || real_rc=$?
 	evict_pass || evict_rc=$?
+	failover_pass || failover_rc=$?
 fi
 
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
 [ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
 [ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
 [ "$evict_rc" = 0 ] || die "eviction tests against real DAOS failed"
+[ "$failover_rc" = 0 ] || die "failover tests against three real DAOS engines failed"
 say "all tests passed"

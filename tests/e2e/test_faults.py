@@ -61,7 +61,9 @@ def test_hang_hits_deadline_then_recovers(make_agent, sim):
         elapsed = time.monotonic() - t0
     finally:
         agent.release(h)
-    assert timeout_s * 0.8 <= elapsed <= timeout_s + 0.5, f"deadline fired after {elapsed:.3f} s"
+    # A read DAOS still holds is waited for as long again as its deadline (DAOS writes its
+    # buffer when it answers), then fails: twice the deadline in all.
+    assert 2 * timeout_s * 0.9 <= elapsed <= 2 * timeout_s + 0.5, f"deadline fired after {elapsed:.3f} s"
 
     sim.control("resume")
     agent.xfer("READ", [(addr(fresh), size, 0)], [(0, size, dev)], timeout=5)

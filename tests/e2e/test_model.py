@@ -129,8 +129,11 @@ class Worker:
         else:
             if not self.faults.explains(t0, t1):
                 self.bad(f"WRITE {k.name} {ps} failed with no fault to explain it")
-            # It may have landed in part, or may still land: those bytes are unknown.
-            k.known[start:end] = False
+            # It may have landed in part, or may still land; and one that lands after its
+            # deadline makes the plugin punch the whole key (its caller may have refilled the
+            # buffer). So nothing of the key is known any more until rewritten from 0.
+            k.known[:] = False
+            k.end = 0
             k.max_end = max(k.max_end, end)
             self.note("write failed")
 

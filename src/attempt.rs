@@ -245,16 +245,7 @@ impl Attempt {
                 // Queued folds are dropped by now (`may_launch`), so only DAOS's answer is left.
                 return Ok(Status::InProgress);
             }
-            s.cancelled = true;
-            s.given_up |= s.in_daos > 0;
-            // The folds DAOS still holds stop counting against the engine's budget.
-            let held = s.in_daos - s.slots_returned;
-            if held > 0 {
-                s.slots_returned += held;
-                if let Some(b) = &self.budget {
-                    b.give(held);
-                }
-            }
+            self.give_up(&mut s);
             Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining)))
         } else {
             return Ok(Status::InProgress);
@@ -264,6 +255,39 @@ impl Attempt {
             Err(e) => e.status(),
         });
         outcome
+    }
+
+    /// The caller is told it may reuse the buffers (a timeout reported, or a release that
+    /// stopped waiting): the folds DAOS still holds are marked given up, and stop counting
+    /// against the engine's budget.
+    fn give_up(&self, s: &mut State) {
+        s.cancelled = true;
+        s.given_up |= s.in_daos > 0;
+        let held = s.in_daos - s.slots_returned;
+        if held > 0 {
+            s.slots_returned += held;
+            if let Some(b) = &self.budget {
+                b.give(held);
+            }
+        }
+    }
+
+    /// Records a fold's outcome like `complete`, and first, for a successful staged read,
+    /// runs `deliver` (the copy into the caller's buffers) under the attempt's lock, unless the
+    /// caller was already told to reuse them: the copy and a reported timeout never overlap.
+    pub fn complete_delivered(&self, result: Result<(), Error>, deliver: impl FnOnce()) {
+        let mut s = self.lock();
+        match result {
+            Ok(()) if !s.given_up && s.reported.is_none() => deliver(),
+            Ok(()) => {}
+            Err(e) => {
+                if !s.failed {
+                    s.failed = true;
+                    s.error = Some(e);
+                }
+            }
+        }
+        s.remaining -= 1;
     }
 
     /// Whether DAOS may still use the buffers after the reported outcome: a held request that
@@ -282,7 +306,7 @@ impl Attempt {
         while s.in_daos > 0 {
             let left = self.hold_until.saturating_duration_since(Instant::now());
             if left.is_zero() || crate::host::exiting() {
-                s.given_up = true;
+                self.give_up(&mut s);
                 return false;
             }
             // Slices, to notice the host exiting.

@@ -53,7 +53,19 @@ pub struct Config {
     pub max_inflight: usize,
     pub timeout_ms: u64,
     pub read_timeout_ms: u64,
+    pub stage_reads: StageReads,
     pub evict: Eviction,
+}
+
+/// When a read goes through a buffer of the engine's and is copied into the caller's only once
+/// it succeeded (`stage_reads`): a read reported failed then leaves nothing of DAOS's behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageReads {
+    /// While the pool shows trouble (a request timed out or DAOS answered with a transport or
+    /// pool-map error within the last minute): no copy on a healthy pool.
+    Auto,
+    Always,
+    Never,
 }
 
 /// Where the defaults read the environment (the process's, or a test's).
@@ -125,6 +137,11 @@ pub const PARAMS: &[Param] = &[
         name: "read_timeout_ms",
         default: |_| DEFAULT_READ_TIMEOUT_MS.to_string(),
         description: "deadline of a read, in milliseconds (default 5000, or timeout_ms if smaller); a read DAOS still holds then is waited for as long again",
+    },
+    Param {
+        name: "stage_reads",
+        default: |_| "auto".into(),
+        description: "auto: reads go through a buffer of the plugin's while the pool shows trouble (one copy), so a failed read leaves nothing behind; always; never",
     },
     Param {
         name: "evict",
@@ -304,6 +321,18 @@ impl Config {
                 true => parse_int("read_timeout_ms", &get("read_timeout_ms"), 1, 3_600_000)?,
                 false => parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?.min(DEFAULT_READ_TIMEOUT_MS),
             },
+            stage_reads: match get("stage_reads").trim().to_ascii_lowercase().as_str() {
+                "auto" => StageReads::Auto,
+                "always" => StageReads::Always,
+                "never" => StageReads::Never,
+                _ => {
+                    return Err(Error::Param {
+                        name: "stage_reads",
+                        value: get("stage_reads"),
+                        expected: "auto, always or never".into(),
+                    })
+                }
+            },
             evict: Eviction {
                 enabled: parse_bool("evict", &get("evict"))?,
                 keep_free: parse_int("evict_keep_free", &get("evict_keep_free"), 0, 90)? as f64 / 100.0,
@@ -333,6 +362,15 @@ mod tests {
         assert_eq!(c.fold, FoldPolicy::Sized { target: DEFAULT_RPC_TARGET_BYTES });
         assert_eq!(c.timeout_ms, 10_000);
         assert_eq!(c.read_timeout_ms, 5_000);
+        assert_eq!(c.stage_reads, StageReads::Auto);
+        for (v, want) in [("always", StageReads::Always), ("Never", StageReads::Never)] {
+            let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("stage_reads", v)]), &no_env).unwrap();
+            assert_eq!(c.stage_reads, want);
+        }
+        let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("stage_reads", "sometimes")]), &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stage_reads") && e.contains("sometimes"), "{e}");
         assert_eq!(c.evict, Eviction { enabled: true, keep_free: 0.10, reclaim_ms: DEFAULT_EVICT_RECLAIM_MS });
         let off = Config::parse(
             &p(&[("pool", "p"), ("container", "c"), ("evict", "false"), ("evict_keep_free", "25")]),

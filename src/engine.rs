@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::attempt::{Attempt, Budget};
-use crate::config::Config;
+use crate::config::{Config, StageReads};
 use crate::daos::io::IoKind;
 use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
@@ -399,8 +399,11 @@ impl Engine {
             }
         }
         // A read DAOS still holds at its deadline is waited for as long again (its buffer is
-        // written when DAOS completes it, see crate::attempt); a write is not.
+        // written when DAOS completes it, see crate::attempt), unless it is staged (decided
+        // below, with the folds); a write is not.
+        let staged = req.op == XferOp::Read && self.stages_reads();
         let (timeout, hold) = match req.op {
+            XferOp::Read if staged => (self.cfg.read_timeout_ms, 0),
             XferOp::Read => (self.cfg.read_timeout_ms, self.cfg.read_timeout_ms),
             XferOp::Write => (self.cfg.timeout_ms, 0),
         };
@@ -430,9 +433,19 @@ impl Engine {
             _ => None,
         };
         for f in &st.folds {
-            self.lanes.submit(Op::new(kind, &f.key, &f.extents, gen, Some(attempt.clone()), posting.clone()));
+            let op = Op::new(kind, &f.key, &f.extents, gen, Some(attempt.clone()), posting.clone(), staged);
+            self.lanes.submit(op);
         }
         Ok(Status::InProgress)
+    }
+
+    /// Whether a read posted now goes through buffers of the engine's (`stage_reads`).
+    fn stages_reads(&self) -> bool {
+        match self.cfg.stage_reads {
+            StageReads::Always => true,
+            StageReads::Never => false,
+            StageReads::Auto => self.watch.as_ref().is_some_and(|w| w.in_trouble()),
+        }
     }
 
     /// Never blocks on DAOS: reads the attempt's counters and its deadline.
@@ -443,7 +456,11 @@ impl Engine {
         };
         attempt.status().inspect_err(|e| match e {
             Error::Timeout { .. } => {
-                (self.poke)();
+                // Only when DAOS holds a fold: a request that timed out queued behind the
+                // budget says the engine is loaded, not that the pool changed.
+                if attempt.in_daos() > 0 {
+                    (self.poke)();
+                }
                 if attempt.exposed() {
                     tracing::error!(
                         pool = %self.cfg.pool,

@@ -49,6 +49,12 @@ const NOSPACE_RETRY_MAX: Duration = Duration::from_millis(1000);
 /// How long after its first refusal a write is sent again even when eviction has not (yet)
 /// said space is coming: its first pass takes a moment.
 const NOSPACE_GRACE: Duration = Duration::from_millis(2000);
+/// Sends of a late write's punch before the key is fenced for the engine's life instead.
+const PUNCH_TRIES: u8 = 3;
+/// How long a late write's landing is remembered for the fetches in flight across it (longer
+/// than any fetch's deadline and hold), and how many keys before old ones are forgotten.
+const LATE_MEMORY: Duration = Duration::from_secs(600);
+const LATE_KEYS: usize = 4096;
 
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
@@ -68,10 +74,15 @@ pub struct Op {
     /// A punch of a write that landed late holds that write's place in the write fence, and
     /// leaves it when DAOS has punched the key.
     fence: Option<Instant>,
+    /// Sends of this punch that failed so far.
+    punch_failures: u8,
+    /// When a fetch was handed to DAOS (to tell whether a write of its key went late meanwhile).
+    launched_at: Option<Instant>,
 }
 
 impl Op {
     /// `gen`: the write id an update stores beside the data, see `IoDesc::new`.
+    /// `stage`: a fetch goes through a buffer of the engine's (`IoDesc::new_staged`).
     pub fn new(
         kind: IoKind,
         key: &ObjectKey,
@@ -79,21 +90,28 @@ impl Op {
         gen: Option<u64>,
         attempt: Option<Arc<Attempt>>,
         posting: Option<Arc<Posting>>,
+        stage: bool,
     ) -> Box<Op> {
+        let io = match (kind, stage) {
+            (IoKind::Fetch, true) => IoDesc::new_staged(key.clone(), extents),
+            _ => IoDesc::new(kind, key.clone(), extents, gen),
+        };
         Box::new(Op {
             ev: daos_event_t::default(),
-            io: IoDesc::new(kind, key.clone(), extents, gen),
+            io,
             attempt,
             backoff: NOSPACE_RETRY_FIRST,
             refused_at: None,
             posting,
             fence: None,
+            punch_failures: 0,
+            launched_at: None,
         })
     }
 
     /// Punch of `key`, holding the write fence's entry `fence` until it completes.
     fn punch(key: &ObjectKey, fence: Instant) -> Box<Op> {
-        let mut op = Op::new(IoKind::Punch, key, &[], None, None, None);
+        let mut op = Op::new(IoKind::Punch, key, &[], None, None, None, false);
         op.fence = Some(fence);
         op
     }
@@ -134,7 +152,14 @@ impl Op {
         // An update is atomic: with rc 0 all of it landed, otherwise none.
         self.settle((rc == 0).then(|| self.io.bytes()));
         if let Some(a) = &self.attempt {
-            a.complete(result);
+            if self.io.staged() {
+                // SAFETY: run only for a successful fetch whose transfer was not given up,
+                // under the attempt's lock (complete_delivered), so the caller's buffers are
+                // still theirs to write.
+                a.complete_delivered(result, || unsafe { self.io.deliver() });
+            } else {
+                a.complete(result);
+            }
         }
     }
 
@@ -250,6 +275,11 @@ struct Shared {
     writes: Mutex<HashMap<ObjectKey, Vec<Instant>>>,
     /// Keys in `writes`, readable without its lock: fetches look only when some are.
     writes_len: AtomicUsize,
+    /// When a given-up write of each key last landed (or came back from DAOS at all): a fetch
+    /// of the key in flight then may have read that write's bytes, which may be a refilled
+    /// buffer's, so it fails (see `Shared::overlapped_late`). Kept for `LATE_MEMORY`.
+    late: Mutex<HashMap<ObjectKey, Instant>>,
+    late_len: AtomicUsize,
     orphans: Orphans,
     /// Eviction's view of the writes (None with eviction off): completed writes and refusals
     /// for space.
@@ -348,6 +378,26 @@ impl Shared {
         self.writes_len.store(w.len(), Ordering::SeqCst);
     }
 
+    /// A given-up write of `key` came back from DAOS now.
+    fn note_late(&self, key: &ObjectKey) {
+        let now = Instant::now();
+        let mut l = self.late.lock();
+        if l.len() >= LATE_KEYS {
+            l.retain(|_, at| now.duration_since(*at) < LATE_MEMORY);
+        }
+        l.insert(key.clone(), now);
+        self.late_len.store(l.len(), Ordering::SeqCst);
+    }
+
+    /// Whether a fetch of `key` launched at `since` may have read bytes of a write the caller
+    /// was told had failed: one is overdue in DAOS now, or one landed since the launch.
+    fn overlapped_late(&self, key: &ObjectKey, since: Instant) -> bool {
+        if self.writes_len.load(Ordering::SeqCst) > 0 && self.fence_check_read(key).is_err() {
+            return true;
+        }
+        self.late_len.load(Ordering::SeqCst) > 0 && self.late.lock().get(key).is_some_and(|&at| at >= since)
+    }
+
     fn trouble(&self) {
         if let Some(t) = &self.trouble {
             t();
@@ -401,6 +451,10 @@ impl Lane {
             }
         }
         self.inflight.fetch_add(1, Ordering::SeqCst);
+        let mut op = op;
+        if op.io.kind == IoKind::Fetch {
+            op.launched_at = Some(Instant::now());
+        }
         let raw = Box::into_raw(op);
         // SAFETY: raw is a live, pinned (boxed) Op; from here until reaped it belongs to DAOS.
         // Pointers into it are derived from `raw` itself, so the reaped event pointer carries
@@ -499,11 +553,12 @@ impl Lane {
             self.punched(op, rc);
             return;
         }
-        // A write that landed after its request was given up (timed out or released): its
+        // A write that came back after its request was given up (timed out or released): its
         // caller was told it failed, and may have refilled the buffer DAOS read it from
-        // (libdaos resends an RPC from the same buffer until the engine answers). So it is
-        // punched, and the key stays fenced until then.
-        let late = rc == 0 && op.io.kind == IoKind::Update && op.attempt.as_ref().is_some_and(|a| a.abandoned());
+        // (libdaos resends an RPC from the same buffer until the engine answers). Landed or
+        // not (an error may follow a resend that was applied), the key is punched, and stays
+        // fenced until then.
+        let late = op.io.kind == IoKind::Update && op.attempt.as_ref().is_some_and(|a| a.abandoned());
         self.release_slot(&op, !late);
         if rc != 0 && crate::daos::rc_is_trouble(rc) {
             self.shared.trouble();
@@ -512,12 +567,23 @@ impl Lane {
             let fence = op.fence_deadline().expect("an update of a transfer is fenced");
             tracing::warn!(
                 key = %op.io.key().display(),
-                "a DAOS write landed after its request was reported failed: punching the key (its bytes may be \
-                 the buffer's later contents)"
+                "a DAOS write came back after its request was reported failed ({}): punching the key (its bytes \
+                 may be the buffer's later contents)",
+                if rc == 0 { "landed".to_string() } else { self.shared.lib.errstr(rc) }
             );
+            self.shared.note_late(op.io.key());
             self.launch_punch(Op::punch(op.io.key(), fence));
             op.finish(self.shared.lib, rc);
             return;
+        }
+        if let (IoKind::Fetch, 0, Some(since)) = (op.io.kind, rc, op.launched_at) {
+            if self.shared.overlapped_late(op.io.key(), since) {
+                // It may have read a given-up write's bytes: a miss, never those bytes.
+                let e = Error::Fenced { key: op.io.key().display() };
+                tracing::warn!("a fetch in flight across a write that went late: {e}");
+                op.fail(e);
+                return;
+            }
         }
         if let (Some(r), IoKind::Update) = (&self.shared.recorder, op.io.kind) {
             if rc_is_nospace(rc) {
@@ -565,20 +631,29 @@ impl Lane {
     }
 
     /// A late write's punch completed (or could not be launched): the key leaves the fence.
-    fn punched(&self, op: Box<Op>, rc: i32) {
+    /// A failed one is sent again, and after `PUNCH_TRIES` failures the key stays fenced for
+    /// the engine's life (its bytes may be a refilled buffer's).
+    fn punched(&self, mut op: Box<Op>, rc: i32) {
         self.inflight.fetch_sub(1, Ordering::SeqCst);
         crate::host::in_daos_sub(1);
-        if let Some(d) = op.fence {
-            self.shared.fence_leave(op.io.key(), d);
+        if rc == 0 {
+            if let Some(d) = op.fence {
+                self.shared.fence_leave(op.io.key(), d);
+            }
+            return;
         }
-        if rc != 0 {
-            tracing::error!(
-                key = %op.io.key().display(),
-                "could not punch a key whose write landed after its request was reported failed ({}): \
-                 its bytes may not be what any caller wrote",
-                self.shared.lib.errstr(rc)
-            );
+        op.punch_failures += 1;
+        if op.punch_failures < PUNCH_TRIES && !self.stop.load(Ordering::Acquire) {
+            tracing::warn!(key = %op.io.key().display(), "punching a key a late write landed in: {}; again", self.shared.lib.errstr(rc));
+            self.launch_punch(op);
+            return;
         }
+        tracing::error!(
+            key = %op.io.key().display(),
+            "could not punch a key whose write landed after its request was reported failed ({}): its bytes may \
+             not be what any caller wrote; this engine neither reads nor writes it again",
+            self.shared.lib.errstr(rc)
+        );
     }
 
     /// Sleeps while there is nothing to do. Returns false when it did not sleep.
@@ -679,6 +754,8 @@ impl Lanes {
             waiting_len: AtomicUsize::new(0),
             writes: Mutex::new(HashMap::new()),
             writes_len: AtomicUsize::new(0),
+            late: Mutex::new(HashMap::new()),
+            late_len: AtomicUsize::new(0),
             orphans: Orphans::default(),
             recorder,
             retry: Mutex::new(Vec::new()),
@@ -766,8 +843,9 @@ impl Lanes {
                 l.eq.leak();
                 // Nothing of this engine drives them any more, so nothing of theirs lands in the
                 // caller's memory through us: the exit's drain must not wait for them (it did,
-                // for its whole bound, after every engine that left operations behind).
-                crate::host::in_daos_sub(n as usize);
+                // for its whole bound, after every engine that left operations behind). The
+                // lane's own count, not `leaked`, which a panicked lane sets to at least 1.
+                crate::host::in_daos_sub(l.inflight.load(Ordering::SeqCst));
             } else {
                 l.eq.destroy();
             }

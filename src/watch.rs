@@ -13,8 +13,8 @@
 //! about a second of its exclusion. It also logs the pool's state as it changes, which is what
 //! an operator wants to see in the serving process's log.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -36,8 +36,16 @@ const QUERY_BOUND_MS: u64 = 3_000;
 struct Shared {
     /// The last sign of trouble; None once the window after it has passed.
     last: Mutex<Option<Instant>>,
+    /// The same, in ms since `EPOCH` (0: none), for `in_trouble` without the lock.
+    last_ms: AtomicU64,
     wake: Condvar,
     stop: AtomicBool,
+}
+
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+fn now_ms() -> u64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 pub struct MapWatch {
@@ -53,7 +61,10 @@ impl MapWatch {
         let thread = std::thread::Builder::new()
             .name("nixl-daos-watch".into())
             .spawn(move || {
+                // Declared in this order so that the pool is dropped (disconnected) first, and
+                // libdaos finalised after, should this thread outlive the engine.
                 let _init = init;
+                let pool = pool;
                 let run = std::panic::AssertUnwindSafe(|| watch(&sh, &pool, known));
                 if std::panic::catch_unwind(run).is_err() {
                     tracing::error!("DAOS pool-map thread panicked; the pool map is refreshed only by libdaos now");
@@ -67,6 +78,13 @@ impl MapWatch {
     pub fn poker(&self) -> Arc<dyn Fn() + Send + Sync> {
         let sh = self.shared.clone();
         Arc::new(move || poke(&sh))
+    }
+
+    /// Whether there was a sign of trouble within `TROUBLE_WINDOW`: reads are staged then
+    /// (`crate::daos::io::IoDesc::new_staged`). One atomic load.
+    pub fn in_trouble(&self) -> bool {
+        let last = self.shared.last_ms.load(Ordering::Relaxed);
+        last != 0 && now_ms().saturating_sub(last) < TROUBLE_WINDOW.as_millis() as u64
     }
 
     /// Stops the thread, waiting at most `grace` (it may be inside a bounded pool query).
@@ -90,6 +108,7 @@ impl Drop for MapWatch {
 }
 
 fn poke(sh: &Shared) {
+    sh.last_ms.store(now_ms(), Ordering::Relaxed);
     let mut last = sh.last.lock();
     let first = last.is_none();
     *last = Some(Instant::now());

@@ -858,6 +858,132 @@ fn requests_reported_timed_out_give_their_in_flight_slots_back() {
         assert!(start.elapsed() < Duration::from_secs(5));
         std::thread::sleep(Duration::from_millis(1));
     }
+    // Given back once, not twice: two writes at once still fit, and both succeed.
+    let again: Vec<_> = keys[..2].iter().map(|k| prep_write(&e, &[(&data, 0, k)])).collect();
+    for w in &again {
+        e.post(w).unwrap();
+    }
+    for w in &again {
+        assert_eq!(settle(&e, w, Duration::from_secs(5)).0.unwrap(), Status::Success);
+    }
+}
+
+#[test]
+fn requests_released_past_their_deadline_give_their_slots_back_too() {
+    let _x = exclusive();
+    let e = engine("eng-budget-rel", &[("timeout_ms", "200"), ("max_inflight", "2"), ("num_queues", "1")]);
+    let keys: Vec<_> = (0..3).map(|i| reg(&e, &format!("budget-rel-{i}"))).collect();
+    let data = pattern(4096, 3);
+    control("hang");
+    let stuck: Vec<_> = keys[..2].iter().map(|k| prep_write(&e, &[(&data, 0, k)])).collect();
+    for w in &stuck {
+        e.post(w).unwrap();
+    }
+    // Released without a check (a consumer's own timeout): release gives up at the deadline.
+    for w in &stuck {
+        assert!(matches!(e.release(w), Err(Error::StillInDaos { .. })));
+    }
+    let third = prep_write(&e, &[(&data, 0, &keys[2])]);
+    e.post(&third).unwrap();
+    let start = Instant::now();
+    while e.inflight() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(2), "released requests kept the budget full");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    control("resume");
+    assert_eq!(settle(&e, &third, Duration::from_secs(5)).0.unwrap(), Status::Success);
+    let start = Instant::now();
+    while e.inflight() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_failed_punch_is_sent_again_and_never_leaves_late_bytes_readable() {
+    let _x = exclusive();
+    let e = engine("eng-punchfail", &[("timeout_ms", "200"), ("read_timeout_ms", "200"), ("num_queues", "1")]);
+    let k = reg(&e, "punch-fail");
+    let v1 = pattern(16 << 10, 1);
+    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
+    control("hang");
+    let mut v2 = pattern(16 << 10, 2);
+    let w = prep_write(&e, &[(&v2, 0, &k)]);
+    e.post(&w).unwrap();
+    assert!(matches!(settle(&e, &w, Duration::from_secs(5)).0, Err(Error::Timeout { .. })));
+    v2.fill(0xee);
+    control("fail DER_TIMEDOUT 1"); // the next RPC (the punch) fails once
+    control("resume");
+    let start = Instant::now();
+    while e.inflight() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut back = vec![0u8; 16 << 10];
+    let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5));
+    assert!(matches!(res, Err(Error::NoSuchKey { .. })), "the punch was not sent again: {res:?}");
+}
+
+#[test]
+fn a_read_in_flight_across_a_write_that_goes_late_fails() {
+    let _x = exclusive();
+    let e = engine("eng-readrace", &[("timeout_ms", "200"), ("read_timeout_ms", "2000"), ("num_queues", "1")]);
+    let k = reg(&e, "read-race");
+    let v1 = pattern(16 << 10, 1);
+    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
+    control("hang");
+    let mut v2 = pattern(16 << 10, 2);
+    let w = prep_write(&e, &[(&v2, 0, &k)]);
+    e.post(&w).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut back = vec![0u8; 16 << 10];
+    let r = prep_read(&e, &mut [(&mut back, 0, &k)]);
+    e.post(&r).unwrap(); // before the write's deadline: not fenced at launch
+    assert!(matches!(settle(&e, &w, Duration::from_secs(5)).0, Err(Error::Timeout { .. })));
+    v2.fill(0xee); // the caller refills the write's buffer
+    control("resume");
+    let (outcome, _) = settle(&e, &r, Duration::from_secs(5));
+    assert!(
+        matches!(outcome, Err(Error::Fenced { .. })),
+        "a read in flight while a write went late reported {outcome:?} (first byte {:#x})",
+        back[0]
+    );
+    let start = Instant::now();
+    while e.inflight() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_staged_read_reported_failed_never_writes_the_callers_buffer() {
+    let _x = exclusive();
+    let e = engine("eng-staged", &[("read_timeout_ms", "200"), ("stage_reads", "always"), ("num_queues", "1")]);
+    let k = reg(&e, "staged");
+    let data = pattern(64 << 10, 4);
+    run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+    // Healthy: a staged read delivers the right bytes.
+    let mut back = vec![0u8; 64 << 10];
+    run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5)).unwrap();
+    assert_eq!(back, data);
+    // Hung: reported at its deadline (no hold: nothing of DAOS's is in the caller's buffer).
+    control("hang");
+    let mut buf = vec![0u8; 64 << 10];
+    let r = prep_read(&e, &mut [(&mut buf, 0, &k)]);
+    let t0 = Instant::now();
+    e.post(&r).unwrap();
+    let (outcome, _) = settle(&e, &r, Duration::from_secs(5));
+    assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
+    assert!(t0.elapsed() < Duration::from_millis(200 + 300), "a staged read was held: {:?}", t0.elapsed());
+    buf.fill(0x5a); // the caller reuses it at once
+    control("resume");
+    let start = Instant::now();
+    while e.inflight() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(buf.iter().all(|&b| b == 0x5a), "DAOS's late answer reached the caller's buffer");
 }
 
 #[test]

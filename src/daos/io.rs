@@ -53,6 +53,11 @@ pub struct IoDesc {
     gen_iov: d_iov_t,
     query: daos_recx_t,
     want: u64,
+    /// A staged fetch: DAOS reads into this buffer of the engine's, and `deliver` copies it
+    /// into the caller's (`user`) once it succeeded. Used while the pool is in trouble, so that
+    /// a read reported failed leaves nothing of DAOS's in the caller's memory.
+    bounce: Option<Vec<u8>>,
+    user: Vec<(u64, u64)>,
 }
 
 // SAFETY: the raw pointers inside point to memory this struct owns or to user buffers whose
@@ -79,6 +84,49 @@ impl IoDesc {
             gen_iov: iov(std::ptr::null_mut(), 0),
             query: daos_recx_t::default(),
             want: extents.iter().map(|e| e.len).sum(),
+            bounce: None,
+            user: Vec::new(),
+        }
+    }
+
+    /// A fetch into a buffer of its own (see `bounce`); other kinds are not staged.
+    pub fn new_staged(dkey: ObjectKey, extents: &[Extent]) -> IoDesc {
+        let mut io = IoDesc::new(IoKind::Fetch, dkey, extents, None);
+        let mut bounce = vec![0u8; io.want as usize];
+        let mut at = 0usize;
+        // The iovs point into the bounce buffer's heap allocation, which does not move when
+        // the Vec (or the IoDesc) is moved.
+        io.iovs = extents
+            .iter()
+            .map(|e| {
+                let v = iov(bounce[at..].as_mut_ptr(), e.len as usize);
+                at += e.len as usize;
+                v
+            })
+            .collect();
+        io.user = extents.iter().map(|e| (e.addr, e.len)).collect();
+        io.bounce = Some(bounce);
+        io
+    }
+
+    pub fn staged(&self) -> bool {
+        self.bounce.is_some()
+    }
+
+    /// Copies a staged fetch's bytes into the caller's buffers.
+    ///
+    /// # Safety
+    /// The fetch completed successfully, and the caller's buffers are still theirs to write
+    /// (the transfer was not given up: `Attempt::complete_delivered`).
+    pub unsafe fn deliver(&self) {
+        let Some(b) = &self.bounce else { return };
+        let mut at = 0usize;
+        for &(addr, len) in &self.user {
+            // SAFETY: `addr..addr+len` is a caller's DRAM range of this transfer (valid for
+            // writes by the transfer contract, this function's contract), and the bounce
+            // buffer holds `len` bytes from `at`; the two never overlap.
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr().add(at), addr as *mut u8, len as usize) };
+            at += len as usize;
         }
     }
 

@@ -50,4 +50,6 @@ mkdir -p "$OUT"
 		fi
 	done
 	echo "exit-loop: $crashes of $N runs did not exit cleanly; $inflight had fetches inside DAOS at exit ($(basename "$SCENARIO"))"
+	# Non-zero when any run crashed (ci/test.sh --long fails then).
+	[ "$crashes" = 0 ]
 )

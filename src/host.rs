@@ -43,7 +43,22 @@ static DRIVING: AtomicUsize = AtomicUsize::new(0);
 /// Transfer operations inside DAOS, over every engine of the process.
 static IN_DAOS: AtomicUsize = AtomicUsize::new(0);
 
+/// glibc's `Dl_info`.
+#[repr(C)]
+struct DlInfo {
+    dli_fname: *const std::ffi::c_char,
+    dli_fbase: *mut std::ffi::c_void,
+    dli_sname: *const std::ffi::c_char,
+    dli_saddr: *mut std::ffi::c_void,
+}
+
+/// glibc's dlopen flags (dlfcn.h).
+const RTLD_NOW: i32 = 0x2;
+const RTLD_NOLOAD: i32 = 0x4;
+const RTLD_NODELETE: i32 = 0x1000;
+
 extern "C" {
+    fn dladdr(addr: *const std::ffi::c_void, info: *mut DlInfo) -> c_int;
     fn atexit(cb: extern "C" fn()) -> c_int;
     fn pthread_atfork(
         prepare: Option<extern "C" fn()>,
@@ -85,8 +100,41 @@ fn python_probe() -> Option<IsFinalizing> {
     })
 }
 
+/// Keeps this library mapped for the life of the process (`RTLD_NODELETE`): the `atexit`
+/// handlers and threads an engine leaves behind (a lane abandoned on a dead server, a connect
+/// thread past its deadline) run this library's code, so a host that `dlclose`s the plugin
+/// after creating an engine would crash at exit without it (NIXL 1.5 does not, others might).
+fn pin_self() {
+    static PINNED: OnceLock<()> = OnceLock::new();
+    PINNED.get_or_init(|| {
+        let mut info = DlInfo {
+            dli_fname: std::ptr::null(),
+            dli_fbase: std::ptr::null_mut(),
+            dli_sname: std::ptr::null(),
+            dli_saddr: std::ptr::null_mut(),
+        };
+        // SAFETY: dladdr only reads the address (a function of this library) and fills `info`.
+        let found = unsafe { dladdr(pin_self as *const std::ffi::c_void, &mut info) } != 0;
+        if !found || info.dli_fname.is_null() {
+            tracing::debug!("cannot find this library's path (dladdr); it is not pinned");
+            return;
+        }
+        // SAFETY: dladdr's file name is a NUL-terminated string owned by the loader, valid while
+        // the library is loaded (it is: this code runs from it).
+        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes());
+        // SAFETY: RTLD_NOLOAD only takes another reference to a library already loaded (this
+        // one), so no initialiser runs; the reference is never given back.
+        match unsafe { libloading::os::unix::Library::open(Some(path), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) } {
+            Ok(lib) => std::mem::forget(lib),
+            Err(e) => tracing::debug!("could not pin {path:?} (RTLD_NODELETE): {e}"),
+        }
+    });
+}
+
 /// Arms the probes and, in a Python host, the `atexit` callback; called when an engine starts.
 pub fn init() {
+    pin_self();
     if python_probe().is_some() {
         static REGISTERED: OnceLock<()> = OnceLock::new();
         REGISTERED.get_or_init(|| match python::register_atexit(quiesce) {
@@ -175,7 +223,10 @@ fn wait_until(bound: Duration, done: impl Fn() -> bool) -> bool {
 /// The host is about to exit, its memory still intact: lets the transfers inside DAOS finish
 /// (bounded), then stops every thread from driving DAOS, and returns once none does. Idempotent.
 pub fn quiesce() {
-    if !EXITING.load(Ordering::SeqCst) {
+    // `exiting()`, not the flag alone: in a Python host whose atexit callback could not be
+    // registered, this runs from the C atexit handler after Python finalized, when buffers may
+    // be freed already; draining then would only wait (1 s) and let DAOS land data in them.
+    if !exiting() {
         let (t0, at_start) = (Instant::now(), IN_DAOS.load(Ordering::SeqCst));
         let bound = exit_drain(std::env::var(EXIT_DRAIN_ENV).ok().as_deref());
         let drained = wait_until(bound, || IN_DAOS.load(Ordering::SeqCst) == 0);

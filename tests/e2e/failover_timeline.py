@@ -59,6 +59,8 @@ def render(res: dict) -> str:
     if "before_read_back" in res:
         b = res["before_read_back"]
         lines.append(f"  pre-kill keys all read right at {f(res['t_read_back'] - res['t_kill'])} s after the kill: {b}")
+    if "failed_writes" in res:
+        lines.append(f"  keys whose write failed, read back (a miss, never the refill): {res['failed_writes']}")
     if "after_reintegration" in res:
         lines.append(f"  after reintegration: {res['after_reintegration']}")
     return "\n".join(lines)

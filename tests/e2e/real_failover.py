@@ -30,6 +30,7 @@ from real_faults_common import ERRS
 
 HERE = Path(__file__).resolve().parent
 SIZE = 256 << 10  # one KV block of a small model
+REFILL = 0xA5  # what a failed write's buffer holds afterwards
 KEYS = 120  # written before the kill
 
 
@@ -105,6 +106,9 @@ class Load:
         self.a, self.known, self.depth, self.limit = agent, known, depth, limit_s
         self.next_post = {"READ": 0.0, "WRITE": 0.0}
         self.written: dict[int, np.ndarray] = {}  # reported written during the load
+        # Keys whose write failed: their buffer was refilled with REFILL at once, as LMCache and
+        # vLLM reuse a failed store's buffer; such a key must never read back as REFILL.
+        self.failed_writes: list[int] = []
         self.records: list[dict] = []
         self.rng = random.Random(7)
         self.kept: list = []
@@ -117,7 +121,7 @@ class Load:
         else:
             want = daoskit.pattern(SIZE, self.rng.randrange(1 << 30))
             dev = self.a.reg_obj("", SIZE, daoskit.unique_dev_id())
-            buf = want
+            buf = want.copy()
         self.a.reg_dram(buf)
         t = time.monotonic()
         try:
@@ -148,6 +152,9 @@ class Load:
                 self.written[r["dev"]] = r["want"]
         else:
             out = r["st"]
+            if r["op"] == "WRITE":
+                r["buf"][:] = REFILL  # DAOS may still land the write from this buffer
+                self.failed_writes.append(r["dev"])
         self.records.append({"op": r["op"], "dev": r["dev"], "t0": r["t0"], "t1": now, "out": out})
         try:
             self.a.release(r["h"])
@@ -198,6 +205,25 @@ def read_back(agent, keys: dict[int, np.ndarray], limit_s: float) -> dict:
         if left:
             time.sleep(0.5)
     return {"all_right_s": None if left else time.monotonic() - t0, "wrong": wrong, "missing": len(left)}
+
+
+def refilled_keys(agent, devs: list[int]) -> dict:
+    """Reads every key whose write failed: a miss or an older value is fine, the refilled
+    buffer's bytes (the write landing late from it, not punched) are WRONG."""
+    out = {"keys": len(devs), "missing": 0, "wrong": 0}
+    for dev in devs:
+        buf = np.zeros(SIZE, np.uint8)
+        agent.reg_dram(buf)
+        try:
+            h, st = agent.post("READ", [(addr(buf), SIZE, 0)], [(0, SIZE, dev)])
+            agent.wait(h, st, timeout=60)
+            agent.release(h)
+        except (*ERRS, daoskit.TransferTimeout):
+            out["missing"] += 1
+            continue
+        if bool((buf == REFILL).all()):
+            out["wrong"] += 1
+    return out
 
 
 def second_agent(params: dict, devs: list[int]) -> dict:
@@ -277,6 +303,7 @@ def main():
         jt.join(200)
         result["join"] = joined
         result["before_read_back"] = read_back(a, known, 60)
+        result["failed_writes"] = refilled_keys(a, load.failed_writes)
         result["t_read_back"] = time.monotonic()
         # Bring the engine back and reintegrate it; then every key ever reported written.
         r = victims[0][1]
@@ -297,9 +324,14 @@ def main():
     result["pool_excluded"] = None if watch.pool_excluded is None else watch.pool_excluded - t_kill
     result["records"] = [dict(r, t0=r["t0"] - t_kill, t1=r["t1"] - t_kill) for r in load.records]
     result["written_during"] = len(load.written)
+    result["t_done"] = time.monotonic()  # the test takes the exit's duration from it
     print(json.dumps(result))
     sys.stdout.flush()
-    os._exit(0)  # DAOS's own teardown may still wait on a dead engine
+    if args.phase == "double":
+        # Beyond the redundancy factor the process must still exit by itself, through Python's
+        # and NIXL's teardown, with requests left inside DAOS (the test bounds how long).
+        return
+    os._exit(0)  # the engine is back: nothing left to check in the teardown
 
 
 if __name__ == "__main__":

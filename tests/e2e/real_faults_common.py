@@ -38,6 +38,29 @@ def finish(agent, h, state, t_post, limit):
     return state, time.monotonic() - t_post
 
 
+def finish_all(agent, posted, limit):
+    """Polls every (handle, state, t_post) of `posted` together to DONE or an error; returns
+    [(outcome, seconds since its post)] in the same order. Together, so that one request's wait
+    does not add to the next one's measured time."""
+    out: list = [None] * len(posted)
+    states = [st for _, st, _ in posted]
+    while any(o is None for o in out):
+        for i, (h, _, t_post) in enumerate(posted):
+            if out[i] is not None:
+                continue
+            try:
+                states[i] = agent.agent.check_xfer_state(h)
+            except ERRS:
+                states[i] = "ERR"
+            elapsed = time.monotonic() - t_post
+            if states[i] in ("DONE", "ERR"):
+                out[i] = (states[i], elapsed)
+            elif elapsed > limit:
+                out[i] = ("STUCK", elapsed)
+        time.sleep(0.002)
+    return out
+
+
 def create_backend_timed(timeout_ms):
     # create_backend once more (against a dead engine it must be refused in bounded time):
     # ("created" or "refused", seconds it took).

@@ -11,7 +11,7 @@ import time
 
 import daoskit
 from daoskit import addr, np
-from real_faults_common import ERRS, create_backend_timed, finish, restart
+from real_faults_common import ERRS, create_backend_timed, finish, finish_all, restart
 
 engine_pid, timeout_ms = int(sys.argv[1]), int(sys.argv[2])
 limit = timeout_ms / 1000 + 5
@@ -48,7 +48,7 @@ qt = threading.Thread(target=query)
 qt.start()
 os.kill(engine_pid, signal.SIGKILL)
 t_kill = time.monotonic()
-during = [finish(a, h, st, t, limit) for h, st, t in posted]
+during = finish_all(a, posted, limit)
 qt.join(limit)
 # Posted after the kill: must fail by their deadline.
 after = []

@@ -13,10 +13,16 @@
 # DAOS_LOCAL_TARGETS (default 2) sets the engine's targets; a user with their own pool runs
 # ci/e2e-testbed.sh instead.
 # --long (first argument) runs the randomized model check (tests/e2e/test_model.py) for 10
-# minutes instead of 40 s; NIXL_DAOS_MODEL_SECONDS and NIXL_DAOS_MODEL_SEED set it directly.
+# minutes instead of 40 s (NIXL_DAOS_MODEL_SECONDS and NIXL_DAOS_MODEL_SEED set it directly), and
+# after the other passes the slow checks: the exit crash loop on a real engine (ci/exit-loop.sh,
+# 40 runs, about 2 minutes) and the in-tree NIXL build with its DAOS tests (ci/nixl-intree.sh
+# against the NIXL source in ../shared/third_party, about 11 minutes the first time).
+# A failover pass on three real engines runs in every mode (tests/e2e/test_real_failover.py).
 set -euo pipefail
+LONG=0
 if [[ "${1:-}" == "--long" ]]; then
     shift
+    LONG=1
     export NIXL_DAOS_MODEL_SECONDS="${NIXL_DAOS_MODEL_SECONDS:-600}"
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -183,9 +189,27 @@ else
 	failover_pass || failover_rc=$?
 fi
 
+long_rc=0
+if [ "$LONG" = 1 ]; then
+	if [ -f "$REAL_DAOS" ] && [ "$(id -u)" = 0 ]; then
+		say "--long: ci/exit-loop.sh 40 (interpreter exit with fetches in flight, real engine)"
+		bash ci/exit-loop.sh 40 || { say "ERROR: ci/exit-loop.sh: a run did not exit cleanly"; long_rc=1; }
+	else
+		say "--long: ci/exit-loop.sh SKIPPED: needs $REAL_DAOS and root"
+	fi
+	nixl_src=$(ls "$ROOT"/../shared/third_party/nixl-*-with-subprojects.tar.* 2>/dev/null | head -1 || true)
+	if [ -n "$nixl_src" ]; then
+		say "--long: ci/nixl-intree.sh $nixl_src"
+		bash ci/nixl-intree.sh "$nixl_src" || { say "ERROR: ci/nixl-intree.sh failed"; long_rc=1; }
+	else
+		say "--long: ci/nixl-intree.sh SKIPPED: no NIXL source under ../shared/third_party"
+	fi
+fi
+
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
 [ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
 [ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
 [ "$evict_rc" = 0 ] || die "eviction tests against real DAOS failed"
 [ "$failover_rc" = 0 ] || die "failover tests against three real DAOS engines failed"
+[ "$long_rc" = 0 ] || die "the --long checks failed (exit loop or in-tree NIXL build)"
 say "all tests passed"

@@ -83,6 +83,9 @@ struct State {
     error: Option<Error>,
     /// The terminal status, once decided; every later `status()` returns it.
     reported: Option<Status>,
+    /// A write refused for space waits for eviction's room until then, past its deadline (see
+    /// `wait_for_space`).
+    space_until: Option<Instant>,
 }
 
 pub struct Attempt {
@@ -122,8 +125,20 @@ impl Attempt {
         self.deadline
     }
 
-    pub fn past_deadline(&self) -> bool {
-        Instant::now() >= self.deadline
+    /// Past the deadline, or past the wait for space a refused write was given.
+    fn past(&self, s: &State) -> bool {
+        let now = Instant::now();
+        now >= self.deadline && s.space_until.is_none_or(|u| now >= u)
+    }
+
+    /// A fold of this write was refused for space and goes back to wait for eviction's room:
+    /// DAOS gives punched space back only when it aggregates (27-31 s after the punch on DAOS
+    /// 2.8 here), so the request may go on until `until`, past its deadline. It is not inside
+    /// DAOS meanwhile, so an engine failure does not stretch this; the write fence keeps the
+    /// original deadline.
+    pub fn wait_for_space(&self, until: Instant) {
+        let mut s = self.lock();
+        s.space_until = Some(s.space_until.map_or(until, |u| u.max(until)));
     }
 
     /// Folds DAOS holds now.
@@ -138,7 +153,7 @@ impl Attempt {
     }
 
     fn may_launch(&self, s: &State) -> bool {
-        !s.failed && !s.cancelled && s.reported.is_none() && !self.past_deadline()
+        !s.failed && !s.cancelled && s.reported.is_none() && !self.past(s)
     }
 
     /// True while a repost would race with this attempt's I/O: DAOS holds one of its folds, or
@@ -212,7 +227,7 @@ impl Attempt {
     pub fn skip(&self) {
         let result = {
             let s = self.lock();
-            if self.past_deadline() && !s.failed {
+            if self.past(&s) && !s.failed {
                 Err(self.timeout(1))
             } else {
                 Ok(()) // failed already (its error is kept) or cancelled (nobody asks)
@@ -239,7 +254,7 @@ impl Attempt {
                 Some(e) => Err(e),
                 None => Ok(Status::Success),
             }
-        } else if self.past_deadline() {
+        } else if self.past(&s) {
             if s.in_daos > 0 && Instant::now() < self.hold_until {
                 // Held: DAOS may still write the caller's buffer (see the module's comment).
                 // Queued folds are dropped by now (`may_launch`), so only DAOS's answer is left.
@@ -393,6 +408,21 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(40), "returned before DAOS let go");
         assert!(!a.begin_launch(), "a released attempt launches nothing more");
         t.join().unwrap();
+    }
+
+    #[test]
+    fn a_write_refused_for_space_may_wait_past_its_deadline_until_its_space_wait_ends() {
+        let a = Attempt::new(1, Duration::from_millis(20), Duration::ZERO, None);
+        assert!(a.begin_launch());
+        a.leave_daos(); // refused for space: back in the lanes' retry list
+        a.wait_for_space(Instant::now() + Duration::from_millis(150));
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(a.status().unwrap(), Status::InProgress, "past its deadline, inside its wait for space");
+        assert!(a.wants_more() && a.begin_launch(), "the refused write may be sent again");
+        a.leave_daos();
+        std::thread::sleep(Duration::from_millis(130));
+        assert!(!a.wants_more());
+        assert!(matches!(a.status(), Err(Error::Timeout { .. })), "the wait for space is bounded too");
     }
 
     #[test]

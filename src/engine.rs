@@ -312,6 +312,9 @@ impl Engine {
             TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)),
             evictor.as_ref().map(|e| e.recorder.clone()),
             Some(poke.clone()),
+            // A write refused for space may wait for eviction's room as long as DAOS takes to
+            // give punched space back (evict_reclaim_ms), whatever its deadline.
+            Duration::from_millis(cfg.evict.reclaim_ms),
         )?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,

@@ -263,6 +263,8 @@ struct Shared {
     budget: Arc<Budget>,
     /// Told when DAOS answers in a way that says its pool map may have changed.
     trouble: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// How long after its first refusal for space a write may wait for eviction's room.
+    space_wait: Duration,
     waiting: Mutex<VecDeque<Box<Op>>>,
     /// Length of `waiting`, readable without its lock: new ops go straight to DAOS only when
     /// nothing waits, so they never overtake queued ones.
@@ -592,6 +594,11 @@ impl Lane {
                 // request wants it (not past its deadline, failed or released) and the lanes run.
                 let first = *op.refused_at.get_or_insert_with(Instant::now);
                 let worth = r.room_expected() || first.elapsed() < NOSPACE_GRACE;
+                if worth {
+                    if let Some(a) = &op.attempt {
+                        a.wait_for_space(first + self.shared.space_wait);
+                    }
+                }
                 let wanted = op.attempt.as_ref().is_some_and(|a| a.wants_more());
                 if worth && wanted && !self.stop.load(Ordering::Acquire) {
                     let wait = op.backoff;
@@ -745,11 +752,13 @@ impl Lanes {
         grace: Duration,
         recorder: Option<Arc<Recorder>>,
         trouble: Option<Arc<dyn Fn() + Send + Sync>>,
+        space_wait: Duration,
     ) -> Result<Lanes, Error> {
         let shared = Arc::new(Shared {
             lib,
             budget,
             trouble,
+            space_wait,
             waiting: Mutex::new(VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
             writes: Mutex::new(HashMap::new()),

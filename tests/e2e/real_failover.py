@@ -31,11 +31,13 @@ from real_faults_common import ERRS
 HERE = Path(__file__).resolve().parent
 SIZE = 256 << 10  # one KV block of a small model
 REFILL = 0xA5  # what a failed write's buffer holds afterwards
+# daos-local.sh's state directory (its default unless the caller moved it).
+LOCAL_DIR = os.environ.get("DAOS_LOCAL_DIR", "/tmp/daos-local")
 KEYS = 120  # written before the kill
 
 
 def dmg(*args: str, timeout: float = 60) -> str:
-    cmd = [os.environ["DAOS_LOCAL_BIN"] + "/dmg", "-o", os.environ["DAOS_LOCAL_DIR"] + "/etc/daos_control.yml", *args]
+    cmd = [os.environ["DAOS_LOCAL_BIN"] + "/dmg", "-o", LOCAL_DIR + "/etc/daos_control.yml", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
 
 

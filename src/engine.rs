@@ -15,7 +15,7 @@ use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, 
 use crate::error::{Error, Result, Status};
 use crate::evict::{self, Evictor, Posting, WriteIds};
 use crate::key::ObjectKey;
-use crate::lanes::{Lanes, Op};
+use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 use crate::watch::MapWatch;
 
@@ -310,11 +310,13 @@ impl Engine {
             cfg.num_queues,
             budget.clone(),
             TEARDOWN_GRACE.min(Duration::from_millis(cfg.timeout_ms)),
-            evictor.as_ref().map(|e| e.recorder.clone()),
-            Some(poke.clone()),
-            // A write refused for space may wait for eviction's room as long as DAOS takes to
-            // give punched space back (evict_reclaim_ms), whatever its deadline.
-            Duration::from_millis(cfg.evict.reclaim_ms),
+            Hooks {
+                recorder: evictor.as_ref().map(|e| e.recorder.clone()),
+                trouble: Some(poke.clone()),
+                // A write refused for space may wait for eviction's room as long as DAOS takes
+                // to give punched space back (evict_reclaim_ms), whatever its deadline.
+                space_wait: Duration::from_millis(cfg.evict.reclaim_ms),
+            },
         )?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,

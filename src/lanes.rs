@@ -735,6 +735,16 @@ impl Lane {
     }
 }
 
+/// What the lanes tell or ask the rest of the engine.
+pub struct Hooks {
+    /// Eviction's view of the writes (None with eviction off).
+    pub recorder: Option<Arc<Recorder>>,
+    /// Told when DAOS answers in a way that says its pool map may have changed.
+    pub trouble: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// How long after its first refusal for space a write may wait for eviction's room.
+    pub space_wait: Duration,
+}
+
 pub struct Lanes {
     shared: Arc<Shared>,
     lanes: Vec<Arc<Lane>>,
@@ -750,10 +760,9 @@ impl Lanes {
         n: usize,
         budget: Arc<Budget>,
         grace: Duration,
-        recorder: Option<Arc<Recorder>>,
-        trouble: Option<Arc<dyn Fn() + Send + Sync>>,
-        space_wait: Duration,
+        hooks: Hooks,
     ) -> Result<Lanes, Error> {
+        let Hooks { recorder, trouble, space_wait } = hooks;
         let shared = Arc::new(Shared {
             lib,
             budget,

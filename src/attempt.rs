@@ -289,11 +289,13 @@ impl Attempt {
 
     /// Records a fold's outcome like `complete`, and first, for a successful staged read,
     /// runs `deliver` (the copy into the caller's buffers) under the attempt's lock, unless the
-    /// caller was already told to reuse them: the copy and a reported timeout never overlap.
+    /// caller may already reuse them: a timeout reported, or a release begun (a release waits
+    /// only until DAOS gives the fold back, which is before this copy). So the copy never
+    /// overlaps either.
     pub fn complete_delivered(&self, result: Result<(), Error>, deliver: impl FnOnce()) {
         let mut s = self.lock();
         match result {
-            Ok(()) if !s.given_up && s.reported.is_none() => deliver(),
+            Ok(()) if !s.given_up && !s.cancelled && s.reported.is_none() => deliver(),
             Ok(()) => {}
             Err(e) => {
                 if !s.failed {

@@ -199,6 +199,9 @@ if [ "$LONG" = 1 ]; then
 	fi
 	nixl_src=$(ls "$ROOT"/../shared/third_party/nixl-*-with-subprojects.tar.* 2>/dev/null | head -1 || true)
 	if [ -n "$nixl_src" ]; then
+		# NIXL's CPU-only build needs (../shared/third_party/README.md); not libabsl-dev (too old).
+		command -v meson >/dev/null || apt_install meson ninja-build cmake patch libgtest-dev libgmock-dev \
+			libgflags-dev liburing-dev libaio-dev pybind11-dev libasio-dev libnuma-dev libhwloc-dev
 		say "--long: ci/nixl-intree.sh $nixl_src"
 		bash ci/nixl-intree.sh "$nixl_src" || { say "ERROR: ci/nixl-intree.sh failed"; long_rc=1; }
 	else

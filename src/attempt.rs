@@ -207,14 +207,7 @@ impl Attempt {
 
     /// Records the outcome of one fold (after `leave_daos`, for a launched one).
     pub fn complete(&self, result: Result<(), Error>) {
-        let mut s = self.lock();
-        if let Err(e) = result {
-            if !s.failed {
-                s.failed = true;
-                s.error = Some(e);
-            }
-        }
-        s.remaining -= 1;
+        self.complete_delivered(result, || {});
     }
 
     /// Whether a fold may still be sent (same rule as `begin_launch`, without launching).

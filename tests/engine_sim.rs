@@ -125,6 +125,15 @@ fn run(e: &Engine, req: &Request, limit: Duration) -> Result<(), Error> {
     }
 }
 
+/// Waits (at most 5 s, else fails with `what`) until DAOS holds no operation of `e`.
+fn wait_drained(e: &Engine, what: &str) {
+    let start = Instant::now();
+    while e.inflight() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5), "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
 }
@@ -423,11 +432,7 @@ fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
     // a timeout or a success is a truthful answer.
     let (outcome, _) = settle(&e, &a, Duration::from_secs(5));
     assert!(matches!(outcome, Ok(Status::Success) | Err(Error::Timeout { .. })), "{outcome:?}");
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "DAOS still holds operations after 5 s");
     std::thread::sleep(Duration::from_millis(50)); // room for a stale launch to land, if any
     assert!(second.iter().all(|&b| b == 0x11), "a released request's queued fetch wrote the buffer");
     assert!(first.iter().all(|&b| b == 0xab), "the launched fetch completed after resume");
@@ -813,11 +818,7 @@ fn a_write_that_lands_after_its_timeout_is_punched_and_its_key_fenced_until_then
     let (outcome, _) = settle(&e, &r, Duration::from_secs(5));
     assert!(matches!(outcome, Err(Error::Fenced { .. })), "{outcome:?}");
     control("resume");
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5), "the late write or its punch never finished");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "the late write or its punch never finished");
     // It landed (from whatever the buffer held) and was punched: a miss, never those bytes.
     let mut back = vec![0u8; 16 << 10];
     let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5));
@@ -853,11 +854,7 @@ fn requests_reported_timed_out_give_their_in_flight_slots_back() {
     }
     control("resume");
     assert_eq!(settle(&e, &third, Duration::from_secs(5)).0.unwrap(), Status::Success);
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "DAOS still holds operations after 5 s");
     // Given back once, not twice: two writes at once still fit, and both succeed.
     let again: Vec<_> = keys[..2].iter().map(|k| prep_write(&e, &[(&data, 0, k)])).collect();
     for w in &again {
@@ -892,11 +889,7 @@ fn requests_released_past_their_deadline_give_their_slots_back_too() {
     }
     control("resume");
     assert_eq!(settle(&e, &third, Duration::from_secs(5)).0.unwrap(), Status::Success);
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "DAOS still holds operations after 5 s");
 }
 
 #[test]
@@ -914,11 +907,7 @@ fn a_failed_punch_is_sent_again_and_never_leaves_late_bytes_readable() {
     v2.fill(0xee);
     control("fail DER_TIMEDOUT 1"); // the next RPC (the punch) fails once
     control("resume");
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "DAOS still holds operations after 5 s");
     let mut back = vec![0u8; 16 << 10];
     let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5));
     assert!(matches!(res, Err(Error::NoSuchKey { .. })), "the punch was not sent again: {res:?}");
@@ -948,11 +937,7 @@ fn a_read_in_flight_across_a_write_that_goes_late_fails() {
         "a read in flight while a write went late reported {outcome:?} (first byte {:#x})",
         back[0]
     );
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "DAOS still holds operations after 5 s");
 }
 
 #[test]
@@ -977,11 +962,7 @@ fn a_staged_read_reported_failed_never_writes_the_callers_buffer() {
     assert!(t0.elapsed() < Duration::from_millis(200 + 300), "a staged read was held: {:?}", t0.elapsed());
     buf.fill(0x5a); // the caller reuses it at once
     control("resume");
-    let start = Instant::now();
-    while e.inflight() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(5));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_drained(&e, "DAOS still holds operations after 5 s");
     std::thread::sleep(Duration::from_millis(20));
     assert!(buf.iter().all(|&b| b == 0x5a), "DAOS's late answer reached the caller's buffer");
 }

@@ -184,6 +184,19 @@ class Load:
             time.sleep(0.002)
 
 
+def read_fresh(agent, dev: int) -> np.ndarray | None:
+    """One key read into a new buffer; None when the read failed (or did not end in 60 s)."""
+    buf = np.zeros(SIZE, np.uint8)
+    agent.reg_dram(buf)
+    try:
+        h, st = agent.post("READ", [(addr(buf), SIZE, 0)], [(0, SIZE, dev)])
+        agent.wait(h, st, timeout=60)
+        agent.release(h)
+    except (*ERRS, daoskit.TransferTimeout):
+        return None
+    return buf
+
+
 def read_back(agent, keys: dict[int, np.ndarray], limit_s: float) -> dict:
     """Reads every key (fresh buffers) until all came back right; WRONG is counted, never retried
     away. Returns {"all_right_s": seconds or None, "wrong": n, "missing": [...]}."""
@@ -192,13 +205,8 @@ def read_back(agent, keys: dict[int, np.ndarray], limit_s: float) -> dict:
     t0 = time.monotonic()
     while left and time.monotonic() - t0 < limit_s:
         for dev, want in list(left.items()):
-            buf = np.zeros(SIZE, np.uint8)
-            agent.reg_dram(buf)
-            try:
-                h, st = agent.post("READ", [(addr(buf), SIZE, 0)], [(0, SIZE, dev)])
-                agent.wait(h, st, timeout=60)
-                agent.release(h)
-            except (*ERRS, daoskit.TransferTimeout):
+            buf = read_fresh(agent, dev)
+            if buf is None:
                 continue
             if bool((buf == want).all()):
                 del left[dev]
@@ -214,13 +222,8 @@ def refilled_keys(agent, devs: list[int]) -> dict:
     buffer's bytes (the write landing late from it, not punched) are WRONG."""
     out = {"keys": len(devs), "missing": 0, "wrong": 0}
     for dev in devs:
-        buf = np.zeros(SIZE, np.uint8)
-        agent.reg_dram(buf)
-        try:
-            h, st = agent.post("READ", [(addr(buf), SIZE, 0)], [(0, SIZE, dev)])
-            agent.wait(h, st, timeout=60)
-            agent.release(h)
-        except (*ERRS, daoskit.TransferTimeout):
+        buf = read_fresh(agent, dev)
+        if buf is None:
             out["missing"] += 1
             continue
         if bool((buf == REFILL).all()):

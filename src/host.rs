@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Whether the host process is exiting, and stopping DAOS before the host frees its buffers.
 //!
 //! At interpreter exit Python frees objects in an order of its own: the NumPy or torch buffers
@@ -84,7 +86,10 @@ type IsFinalizing = unsafe extern "C" fn() -> c_int;
 fn python_probe() -> Option<IsFinalizing> {
     static PROBE: OnceLock<Option<IsFinalizing>> = OnceLock::new();
     *PROBE.get_or_init(|| {
-        // SAFETY: registering functions that only touch this module's atomics.
+        // SAFETY: both calls only record the function pointers. `on_exit` runs `quiesce` at
+        // exit (atomics, sleeps, a log line: all fine in an `atexit` handler, and it never
+        // blocks past its bounds); `in_forked_child` only stores to atomics, as a handler run
+        // in a forked child must.
         unsafe {
             atexit(on_exit);
             pthread_atfork(None, None, Some(in_forked_child));
@@ -138,9 +143,19 @@ pub fn init() {
     if python_probe().is_some() {
         static REGISTERED: OnceLock<()> = OnceLock::new();
         REGISTERED.get_or_init(|| match python::register_atexit(quiesce) {
-            Ok(()) => tracing::debug!("Python atexit callback registered: DAOS stops before Python frees buffers"),
-            Err(e) => tracing::warn!(
-                "could not register a Python atexit callback ({e}); exiting with transfers in flight may crash"
+            Ok(python::Registered::Now) => {
+                tracing::debug!("Python atexit callback registered: DAOS stops before Python frees buffers")
+            }
+            Ok(python::Registered::Queued) => {
+                tracing::debug!("Python atexit callback queued for the main thread (this thread does not hold the GIL)")
+            }
+            // libpython loaded into a host that is not a running Python (a C++ program that
+            // links it, say): the C `atexit` handler is the right one there, so no warning.
+            Err(python::NotRegistered::NotPython(why)) => {
+                tracing::debug!("no Python atexit callback: {why}")
+            }
+            Err(python::NotRegistered::Failed(why)) => tracing::warn!(
+                "could not register a Python atexit callback ({why}); exiting with transfers in flight may crash"
             ),
         });
     }

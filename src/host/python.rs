@@ -1,9 +1,19 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Registers a C function with Python's `atexit` module, through the C API of the interpreter
 //! the process runs (found with `dlsym`; the plugin does not link libpython).
 //!
 //! Python runs `atexit` callbacks in `Py_FinalizeEx` before it marks itself finalizing and
 //! before it clears any module, so every buffer is still allocated then; the C `atexit`
 //! handlers run only after Python has freed everything, too late for a fetch in flight.
+//!
+//! The registration never waits for the GIL. `create_backend` runs inside NIXL's agent lock
+//! and NIXL's Python binding gives the GIL up around it, so blocking on the GIL there deadlocks
+//! with any Python thread that holds the GIL while it waits for the agent lock. When the calling
+//! thread holds the GIL (a binding that keeps it) the callback is registered at once; otherwise
+//! the registration is queued with `Py_AddPendingCall`, which needs no lock, and the main thread
+//! runs it at its next bytecode boundary. `Py_FinalizeEx` runs queued calls before the `atexit`
+//! callbacks (CPython 3.8 and later), so a queued registration is never too late.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -11,6 +21,8 @@ use libloading::os::unix::{Library, Symbol};
 
 type PyObject = c_void;
 type PyCFunction = unsafe extern "C" fn(*mut PyObject, *mut PyObject) -> *mut PyObject;
+/// What `Py_AddPendingCall` runs: 0 on success, -1 with an exception set on failure.
+type PendingCall = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// CPython's `PyMethodDef`, unchanged since Python 2.
 #[repr(C)]
@@ -26,8 +38,8 @@ const METH_NOARGS: c_int = 0x0004;
 /// The C API calls used here; all stable-ABI functions of every CPython 3.
 struct Api {
     is_initialized: Symbol<unsafe extern "C" fn() -> c_int>,
-    gil_ensure: Symbol<unsafe extern "C" fn() -> c_int>,
-    gil_release: Symbol<unsafe extern "C" fn(c_int)>,
+    gil_held: Symbol<unsafe extern "C" fn() -> c_int>,
+    add_pending_call: Symbol<unsafe extern "C" fn(PendingCall, *mut c_void) -> c_int>,
     import: Symbol<unsafe extern "C" fn(*const c_char) -> *mut PyObject>,
     getattr: Symbol<unsafe extern "C" fn(*mut PyObject, *const c_char) -> *mut PyObject>,
     new_function: Symbol<unsafe extern "C" fn(*mut PyMethodDef, *mut PyObject, *mut PyObject) -> *mut PyObject>,
@@ -39,7 +51,8 @@ struct Api {
 }
 
 // SAFETY: function pointers into the interpreter and the address of its `None` singleton,
-// both valid for the life of the process and usable from any thread holding the GIL.
+// both valid for the life of the process; each call site says what its call needs (the GIL
+// for most, none for `Py_IsInitialized`, `PyGILState_Check` and `Py_AddPendingCall`).
 unsafe impl Send for Api {}
 // SAFETY: as above; the struct is never mutated after it is built.
 unsafe impl Sync for Api {}
@@ -58,8 +71,8 @@ fn api() -> Result<&'static Api, String> {
         let none: Symbol<*mut PyObject> = unsafe { this.get(b"_Py_NoneStruct\0") }.map_err(|e| e.to_string())?;
         Ok(Api {
             is_initialized: sym!("Py_IsInitialized"),
-            gil_ensure: sym!("PyGILState_Ensure"),
-            gil_release: sym!("PyGILState_Release"),
+            gil_held: sym!("PyGILState_Check"),
+            add_pending_call: sym!("Py_AddPendingCall"),
             import: sym!("PyImport_ImportModule"),
             getattr: sym!("PyObject_GetAttrString"),
             new_function: sym!("PyCFunction_NewEx"),
@@ -93,28 +106,98 @@ unsafe extern "C" fn trampoline(_module: *mut PyObject, _args: *mut PyObject) ->
     }
 }
 
-/// Registers `cb` with Python's `atexit` (once per process). Err when the host is not a
-/// running Python or the registration failed; the interpreter is left as it was.
-pub fn register_atexit(cb: fn()) -> Result<(), String> {
-    let api = api()?;
+/// Why the callback is not registered.
+#[derive(Debug)]
+pub enum NotRegistered {
+    /// The host is not a running Python (no interpreter, or one not initialised): nothing to do.
+    NotPython(String),
+    /// A running Python refused or failed the registration.
+    Failed(String),
+}
+
+impl std::fmt::Display for NotRegistered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRegistered::NotPython(why) | NotRegistered::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// How the registration went when `register_atexit` returned.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Registered {
+    /// Done, in the calling thread (it held the GIL).
+    Now,
+    /// Queued for the main thread; its outcome is logged when it runs.
+    Queued,
+}
+
+/// Registers `cb` with Python's `atexit` (once per process), without ever waiting for the GIL
+/// (see the module's docs). The interpreter is left as it was on failure.
+pub fn register_atexit(cb: fn()) -> Result<Registered, NotRegistered> {
+    let api = api().map_err(NotRegistered::NotPython)?;
     // SAFETY: a plain query, callable without the GIL.
     if unsafe { (api.is_initialized)() } == 0 {
-        return Err("the Python interpreter is not initialised".into());
+        return Err(NotRegistered::NotPython("the Python interpreter is not initialised".into()));
     }
     if CALLBACK.set(cb).is_err() {
-        return Err("already registered".into());
+        return Err(NotRegistered::Failed("already registered".into()));
     }
-    let def = Box::leak(Box::new(PyMethodDef {
-        name: c"nixl_daos_quiesce".as_ptr(),
-        meth: trampoline,
-        flags: METH_NOARGS,
-        doc: c"Stops the NIXL DAOS plugin's progress threads before Python frees its objects.".as_ptr(),
-    }));
-    // SAFETY: the GIL is taken (or re-entered) for the calls below and given back after them;
-    // every new reference is released, and a failed call's exception is cleared. `def` lives
-    // for the rest of the process (leaked), as Python requires of a method definition.
+    // SAFETY: PyGILState_Check only reads the calling thread's state (any thread, GIL or not).
+    if unsafe { (api.gil_held)() } != 0 {
+        // SAFETY: this thread holds the GIL, as `register_with_gil` requires.
+        return unsafe { register_with_gil(api) }.map(|()| Registered::Now).map_err(NotRegistered::Failed);
+    }
+    // SAFETY: Py_AddPendingCall may be called from any thread without the GIL; the function
+    // it queues has the signature Python expects and ignores its argument.
+    if unsafe { (api.add_pending_call)(register_pending, std::ptr::null_mut()) } != 0 {
+        return Err(NotRegistered::Failed("Py_AddPendingCall refused (its queue is full)".into()));
+    }
+    Ok(Registered::Queued)
+}
+
+/// Run by Python's main thread with the GIL held, at a bytecode boundary or in `Py_FinalizeEx`
+/// before the `atexit` callbacks. Always returns 0: a failure is logged and cleared, since an
+/// exception raised from here would surface in whatever the main thread happened to run.
+unsafe extern "C" fn register_pending(_arg: *mut c_void) -> c_int {
+    let outcome = std::panic::catch_unwind(|| match api() {
+        // SAFETY: Python runs pending calls in the main thread, holding the GIL.
+        Ok(api) => unsafe { register_with_gil(api) },
+        Err(e) => Err(e),
+    });
+    match outcome {
+        Ok(Ok(())) => tracing::debug!(
+            "Python atexit callback registered (from the main thread): DAOS stops before Python frees buffers"
+        ),
+        Ok(Err(e)) => tracing::warn!(
+            "could not register a Python atexit callback ({e}); exiting with transfers in flight may crash"
+        ),
+        Err(_) => tracing::warn!(
+            "registering the Python atexit callback panicked; exiting with transfers in flight may crash"
+        ),
+    }
+    0
+}
+
+/// `atexit.register(<trampoline>)`.
+///
+/// # Safety
+/// The calling thread must hold the GIL.
+unsafe fn register_with_gil(api: &Api) -> Result<(), String> {
+    static DEF: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // Python keeps a pointer to the method definition for the life of the function object,
+    // so it is leaked (once: this runs once per process).
+    let def = *DEF.get_or_init(|| {
+        Box::into_raw(Box::new(PyMethodDef {
+            name: c"nixl_daos_quiesce".as_ptr(),
+            meth: trampoline,
+            flags: METH_NOARGS,
+            doc: c"Stops the NIXL DAOS plugin's progress threads before Python frees its objects.".as_ptr(),
+        })) as usize
+    }) as *mut PyMethodDef;
+    // SAFETY: the caller holds the GIL; every new reference is released, and a failed call's
+    // exception is cleared; `def` lives for the rest of the process.
     unsafe {
-        let gil = (api.gil_ensure)();
         let result = (|| {
             let module = (api.import)(c"atexit".as_ptr());
             if module.is_null() {
@@ -142,7 +225,34 @@ pub fn register_atexit(cb: fn()) -> Result<(), String> {
         if result.is_err() {
             (api.err_clear)();
         }
-        (api.gil_release)(gil);
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host that links libpython without running it (issue 9's review, item 6) is not a
+    /// Python host: the registration says so (logged at debug, not as a warning).
+    #[test]
+    fn libpython_loaded_but_not_initialised_is_not_python() {
+        const LIBPYTHON: &str = "libpython3.11.so.1.0";
+        // SAFETY: loading libpython runs no Python code (nothing is initialised); RTLD_GLOBAL
+        // makes its symbols visible to `Library::this()`, as in a host linked with it.
+        let lib = unsafe {
+            Library::open(Some(LIBPYTHON), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL)
+        };
+        let Ok(lib) = lib else {
+            eprintln!("skipped: {LIBPYTHON} is not installed");
+            return;
+        };
+        assert!(api().is_ok(), "the C API resolves from the loaded libpython");
+        match register_atexit(|| {}) {
+            Err(NotRegistered::NotPython(why)) => assert!(why.contains("not initialised"), "{why}"),
+            other => panic!("expected NotPython, got {other:?}"),
+        }
+        assert!(CALLBACK.get().is_none(), "a refused registration keeps no callback");
+        std::mem::forget(lib); // symbols stay resolved in `API` for the process's life
     }
 }

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Data safety whatever the caller does and whenever DAOS answers (issue 8): no late write into a
 buffer after a NIXL call about it returned success, no false success, no crash at exit.
 
@@ -98,6 +100,54 @@ def test_exit_abandons_transfers_past_the_drain_bound():
     if not daoskit.TESTBED:
         assert "process exit: abandoning 8 DAOS operation(s)" in err, err[-4000:]
         assert took < 15, f"the exit waited {took:.1f} s for fetches 20 s away"
+
+
+def run_sentinel(order: str, drain_ms: int) -> dict:
+    env = dict(os.environ, NIXL_DAOS_EXIT_DRAIN_MS=str(drain_ms))
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "safety_exit_sentinel.py"), order, "300000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert lines, f"the atexit check did not run\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    out = json.loads(lines[-1])
+    assert out["posted"] == 8, out
+    return out
+
+
+@pytest.mark.parametrize("drain_ms", [0, 1000])
+def test_exit_sentinel_nothing_lands_after_quiesce(drain_ms):
+    """The exit race itself (issue 9's review, item 3): an atexit callback that runs after the
+    plugin's quiesce fills the in-flight READs' buffers with a sentinel and waits four fetch
+    latencies; nothing may write them. With drain 0 the fetches were abandoned in flight; with
+    the default 1 s drain they landed before quiesce returned."""
+    out = run_sentinel("after", drain_ms)
+    assert out["touched"] == 0, f"DAOS wrote buffers after the plugin quiesced: {out}"
+    if not daoskit.TESTBED:
+        assert out["landed_before"] == (8 if drain_ms else 0), out
+
+
+@pytest.mark.skipif(daoskit.TESTBED, reason="needs daos-sim's latency to keep the fetches in flight")
+def test_exit_sentinel_control_sees_a_landing():
+    """The control of the test above: the same check run before the plugin's quiesce (registered
+    after it) sees the fetches land in the sentinel, so the check can fail."""
+    out = run_sentinel("before", 0)
+    assert out["landed_before"] == 0 and out["touched"] == 8, out
+
+
+def test_create_backend_beside_a_gil_holder():
+    """create_backend while another thread holds the GIL and waits for the agent lock (issue 9's
+    review, item 1): NIXL's binding releases the GIL around createBackend and holds the agent
+    lock, so a plugin that took the GIL there deadlocked (3 of 3 runs before the fix)."""
+    try:
+        out = run_script("safety_create_gil.py", timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("create_backend deadlocked against a thread holding the GIL")
+    assert out["joined"] and out["calls_during"] > 0, out
 
 
 def test_concurrent_posts_of_one_handle(sim):

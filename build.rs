@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Build script: the Rust declarations of libdaos, and the C++ shim that presents the engine to
 //! NIXL (cc).
 //!
@@ -128,7 +130,7 @@ fn main() {
 
     // The C++ shim between NIXL's plugin ABI and our C ABI (include/nixl_daos.h).
     // NIXL_DAOS_SHIM=external: NIXL's own meson build compiles the shim against its real headers
-    // and links this crate as a staticlib (upstream/src/plugins/daos/meson.build); the crate then
+    // and links this crate as a staticlib (the in-tree build provides that meson.build); the crate then
     // exports only the C ABI, not nixl_plugin_init.
     println!("cargo:rerun-if-env-changed=NIXL_DAOS_SHIM");
     println!("cargo::rustc-check-cfg=cfg(nd_shim)");

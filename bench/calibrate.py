@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Calibrates daos-sim's cost model against a real DAOS engine, then checks it: the fold/nofold
 ratios of the issue's four KV layouts on the real engine and on the calibrated daos-sim, side by
 side, each within 25% (PASS/MISS).

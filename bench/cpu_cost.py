@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """CPU cost per NIXL request and per descriptor: the DAOS plugin on daos-sim (fold=true and
 fold=false) against NIXL POSIX on /dev/shm, through kv_bench's harness and contenders, and where
 the DAOS contenders' CPU goes (the plugin, daos-sim's copies, the rest of daos-sim, NIXL agent +

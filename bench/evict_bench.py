@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Writes with eviction active against the same writes into an empty pool, side by side in one
 run: new KV keys of 4 MiB (16 requests in flight, the plugin's defaults) through the real NIXL
 agent, by tests/e2e/evict_fill.py, which also reads every key back and verifies it.

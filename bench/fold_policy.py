@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Fold policies side by side: new-key writes and reads of KV layouts through NIXL, one request
 per key, for fold=true, fold=false and fold=auto at several rpc_target_bytes, on a real DAOS
 engine (--real: the pool in DAOS_POOL through the libdaos in NIXL_DAOS_LIBDAOS, as

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """KV-offload benchmark of the DAOS plugin through the real NIXL agent, on the embedded daos-sim,
 against NIXL's own POSIX backend on tmpfs and a plain in-process memcpy (the physical limit).
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The contenders of bench/kv_bench.py: the DAOS plugin on daos-sim (with and without the modeled
 network) or on a real pool, NIXL's POSIX backend on tmpfs, and numpy's memcpy; build_contenders
 turns --contenders into them."""

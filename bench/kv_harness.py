@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """How bench/kv_bench.py times a transfer: the NIXL harness (one request per key, a window in
 flight, check_xfer_state polling, as KVBM and LMCache drive NIXL) and the Row of results."""
 

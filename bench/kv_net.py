@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The modeled network of bench/kv_bench.py's +net contenders: daos-sim's link and per-RPC cost,
 scaled to this machine's copy rate (see the comment below)."""
 

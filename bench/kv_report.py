@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Report of bench/kv_bench.py: the table, the ratios to memcpy and to the best POSIX, the
 PASS/MISS line of each target, and the results folder (results.json, results.csv, plot.png)."""
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The runs of bench/kv_bench.py: each contender over each workload and op through the harness,
 every read verified, plus the untimed warm-up of a fresh real engine."""
 

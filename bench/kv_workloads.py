@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The workloads of bench/kv_bench.py (KVBM's layer-separate layout at three sizes) and the DRAM
 buffers they move: one source of distinct random blocks, one destination poisoned before each
 read and compared in full after it."""

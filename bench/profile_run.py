@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Profiles one contender on one workload through kv_bench's harness: set-up and the untimed
 first write run unprofiled, then `perf record` (cpu-clock, call graphs) attaches to this process
 for the timed repetitions of one op only, and the top symbols per thread are printed.

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The real DAOS pool the benchmarks run on (DAOS_POOL), through the `daos` tool (DAOS_LOCAL_BIN,
 as `daos-local.sh env` sets it, or PATH): destroying a benchmark's container.
 

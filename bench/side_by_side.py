@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """One table from bench/kv_bench.py's results: real DAOS, daos-sim and NIXL POSIX side by side,
 with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # The KV-offload benchmark (bench/kv_bench.py) through the real NIXL 1.5.1 agent, on up to three
 # storages, with the fold policies side by side (default = fold=auto, fold, nofold):
 #   1. the embedded daos-sim, with no modeled cost and with a modeled network (+net: a link at

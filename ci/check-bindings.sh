@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Checks that the committed libdaos declarations (src/daos/bindings.rs) equal what bindgen
 # produces now from the DAOS headers: DAOS_PREFIX/include when set (real DAOS headers), else
 # daos-sim's. Needs libclang (installs libclang-dev when missing and run as root).

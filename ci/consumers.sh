@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # The consumers venv for tests/consumers: LMCache and the `nixl` meta-package, pinned, from PyPI.
 # It is large (about 6.7 GB: LMCache pulls a CUDA build of torch, cupy and cuda-python; 5 minutes
 # to install on a 2-core VM), so it lives outside the clone and is reused by every later run on

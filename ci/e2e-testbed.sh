@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # The end-to-end tests against a real DAOS pool, from a host with the DAOS client installed and
 # daos_agent running. Tests that need daos-sim's controls or counters (hang, injected errors,
 # RPC counts) are skipped.

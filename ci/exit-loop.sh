@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Crash rate of interpreter exit with DAOS fetches in flight, on a real single-node DAOS engine:
 # runs tests/e2e/safety_exit_in_flight.py N times (default 40) and counts the runs that did not
 # exit 0, and (from the plugin's debug log) the runs that still had fetches inside DAOS when the

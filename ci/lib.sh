@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Helpers shared by the ci/ scripts (sourced, not run).
 
 say() { printf '== %s: %s\n' "${0##*/}" "$*"; }

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Python lint: `ruff check` and `ruff format --check` over the repo's Python (config: ruff.toml).
 # Installs a pinned ruff from PyPI into .cache/ruff (git-ignored) on first use, so the result
 # does not depend on whatever ruff a machine happens to have. Exits non-zero on any finding.

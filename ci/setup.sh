@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Set-up shared by ci/test.sh and ci/bench.sh, from a fresh clone on a fresh machine:
 #   1. the C++ compiler the shim needs, only if missing;
 #   2. the project venv (.venv, git-ignored) with the NIXL 1.5.1 wheel, numpy and pytest;

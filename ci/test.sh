@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # CI entry point (via .ci/run): set-up and release build (ci/setup.sh), the Rust tests of the whole
 # workspace, then the end-to-end tests through the real NIXL 1.5.1 agent twice: against daos-sim,
 # and against a real single-node DAOS 2.8 engine when one can be had (../shared/daos/daos-local.sh

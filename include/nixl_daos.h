@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The C ABI between the C++ shim (src/shim/) and the Rust engine (src/ffi.rs).
  *
@@ -40,7 +42,7 @@ typedef struct {
  * nixl_status_t). This header is the one source of these numbers for this project: the Rust
  * side checks its enums against it (src/ffi.rs, test abi_header), the shim's standalone ABI takes
  * its values from it (src/shim/nixl_abi.hpp), and the in-tree build checks it against NIXL's
- * own enums at compile time (upstream/src/plugins/daos/nixl_abi_intree.hpp). */
+ * own enums at compile time (in the ABI header that build provides). */
 enum { ND_MEM_DRAM = 0, ND_MEM_VRAM = 1, ND_MEM_BLK = 2, ND_MEM_OBJ = 3, ND_MEM_FILE = 4 };
 enum { ND_OP_READ = 0, ND_OP_WRITE = 1 };
 /* The statuses that cross this ABI (a subset of nixl_status_t). */

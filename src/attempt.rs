@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! One posting of a transfer request: how many of its folds DAOS still holds, its first error,
 //! its deadline, and the one status `checkXfer` reports for it.
 //!

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Backend parameters: their defaults (shown by NIXL's `get_plugin_params("DAOS")`) and parsing
 //! with errors that name the parameter, the value and what is accepted.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The engine: one DAOS backend instance. Parsed config, the DAOS handles, the lanes, and the
 //! request lifecycle (prep plans, post launches, check reads atomics, release frees).
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Errors of the engine, and the one place they become NIXL statuses.
 
 /// NIXL's `nixl_status_t` values.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The C ABI the C++ shim calls (declared in include/nixl_daos.h). Every entry catches panics:
 //! nothing unwinds into C++. Pointers handed out are `Box`es: `nd_engine` is an `Engine`,
 //! `nd_md` a `Registration`, `nd_req` a `Request`.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! How a NIXL OBJ registration names its DAOS dkey.
 
 use std::sync::Arc;

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! I/O lanes: N DAOS event queues, each drained by one progress thread.
 //!
 //! DAOS progresses only inside `daos_eq_poll`, and NIXL consumers call `checkXfer` every

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! nixl-daos: a DAOS storage backend for NIXL, loaded by NIXL as `libplugin_DAOS.so`.
 //!
 //! Data flows top to bottom: the C++ shim (src/shim) presents NIXL's engine vtable and calls

@@ -1,6 +1,8 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Logging through `tracing`, at NIXL's log level (`NIXL_LOG_LEVEL`: TRACE, DEBUG, INFO, WARN,
 //! ERROR or FATAL; NIXL's default is WARN). Lines go to stderr, or, when a sink was installed
-//! first (the in-tree build under upstream/ does: its shim calls `nd_set_log_sink`), to the
+//! first (NIXL's in-tree build does: its shim calls `nd_set_log_sink`), to the
 //! host's logger, so they come out through NIXL's log macros with NIXL's format.
 //!
 //! The plugin's `tracing` is private to it: `libplugin_DAOS.so` links its own copy of `tracing`

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Which NIXL loaded us. The shim presents the engine ABI of NIXL 1.0 to 1.5.x (27 virtual
 //! slots). NIXL before 1.0 (0.9.x, 0.10.x) has no `prepMemView`/`releaseMemView` slots, so every
 //! slot after them is shifted: such a host would call `queryMem` where it means `registerMem`.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The planner: turns a NIXL transfer (local DRAM descriptors paired with OBJ descriptors)
 //! into `Fold`s, each one DAOS RPC on one key. Pure: no I/O, no DAOS.
 //!

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The engine against daos-sim, through the same dlopen path the plugin uses with real DAOS.
 //! Needs target/<profile>/libdaos_sim.so (built by `cargo build --release` at the repo root).
 

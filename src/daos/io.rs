@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! One object I/O as DAOS sees it: the dkey, one byte-array akey (`iod_size = 1`), its recxs
 //! and the matching scatter-gather list. `IoDesc` owns (or, for the keys, shares) every array
 //! DAOS points into; the pointers are set at launch, once the descriptor sits at its final

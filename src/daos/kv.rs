@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Small blocking calls on single values, for the eviction index (`crate::evict`): put or punch
 //! a few single-value akeys of one dkey, read them back, punch a dkey, and ask the pool for its
 //! space. Each runs on an event of its own with a deadline (`Bound`), like the container calls

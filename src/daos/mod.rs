@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Safe wrappers over libdaos: a loaded `Library`, and RAII handles `Pool`, `Container`,
 //! `Object`, `EventQueue`. Every call into libdaos is made here, in `io` and through `sys`'s
 //! table. The unsafe fns here (`Object::launch` and the event calls) hand the rest of the

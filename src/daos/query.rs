@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Size queries (`daos_obj_query_key`), driven from the calling thread: they need no lane, only
 //! events outside any queue that the caller tests. Queries still inside DAOS when the caller
 //! gives up are handed back as `Abandoned`, for someone (the lanes) to reap later.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The eviction index as it lies in DAOS: its dkeys and akeys, and the encoding of its values.
 //! Pure: no I/O.
 //!

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Eviction: the keys' object stays a cache when the pool fills up.
 //!
 //! NIXL has no delete, and no consumer we serve deletes what it offloads, so without this a

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! How many bytes to evict, from the pool's space: a pure function, tested on its own.
 //!
 //! The rule: keep at least `keep_free` of the pool free. Bytes this engine punched within the

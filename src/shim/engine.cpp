@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 // Translation only: NIXL's C++ calls in, flat C structs out to the Rust engine (nixl_daos.h), its
 // statuses and handles back. No decisions about DAOS are made here. Every entry point catches
 // all exceptions: nothing may unwind into NIXL or into Rust. Compiled both standalone and in

@@ -1,15 +1,19 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 // The DAOS engine as NIXL sees it: a nixlBackendEngine whose every call is forwarded to the Rust
 // engine through include/nixl_daos.h.
 //
-// The same sources build twice: standalone (build.rs, against our own declarations of NIXL's ABI
-// in nixl_abi.hpp, for the wheels) and inside NIXL's tree (meson, NIXL_DAOS_INTREE defined,
-// against NIXL's real headers through nixl_abi_intree.hpp). Both headers give the same names in
-// nixl_daos::abi, so nothing below knows which one it got.
+// The same sources build against either of two declarations of NIXL's ABI, both giving the same
+// names in nixl_daos::abi, so nothing below knows which one it got:
+//  - by default (build.rs, for the wheels), our own declarations in nixl_abi.hpp, beside this file;
+//  - a build that compiles against NIXL's real headers (NIXL's own meson build, in its tree)
+//    defines NIXL_DAOS_ABI_HEADER to the header, on its own include path, that binds these names
+//    to NIXL's types. This directory knows nothing of that build: it only reads the macro.
 #ifndef NIXL_DAOS_SHIM_ENGINE_HPP
 #define NIXL_DAOS_SHIM_ENGINE_HPP
 
-#ifdef NIXL_DAOS_INTREE
-#include "nixl_abi_intree.hpp"
+#ifdef NIXL_DAOS_ABI_HEADER
+#include NIXL_DAOS_ABI_HEADER
 #else
 #include "nixl_abi.hpp"
 #endif

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 // Our own declarations of the part of NIXL's backend-plugin ABI (nixl-cu12 1.5.x) that the shim
 // touches. Nothing here is NIXL's text: the names are ours, and only the things that cross the
 // boundary are meant to match NIXL's: the object layouts (sizes and offsets, asserted below), the

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 // The plugin table NIXL gets from nixl_plugin_init, for the standalone build only (the in-tree
 // build registers through NIXL's own plugin creator instead). The exported nixl_plugin_init/_fini
 // symbols live in Rust (src/ffi.rs: a cdylib exports only Rust symbols) and call the two

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Environment of the consumers tests, set before the first NIXL agent of the process exists
 (NIXL's plugin manager reads NIXL_PLUGIN_DIR once): our plugin installed as libplugin_OBJ.so, the
 way consumers that hard-code backend names load it, and the libdaos it runs on.

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Drives LMCache's own engine (LMCacheEngineBuilder, no vLLM) through NIXL into our plugin.
 
 Imported by the consumers tests and run as a script by them (one process per role in the

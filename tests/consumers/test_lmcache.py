@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """LMCache 0.5.6's own engine stores and finds its KV cache in DAOS (daos-sim) through our plugin.
 
 LMCache drives NIXL itself here: LMCacheEngineBuilder, its NIXL storage backend with backend

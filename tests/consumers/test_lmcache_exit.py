@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """What keeps an LMCache process alive: LMCache with `nixl_backend: DAOS` fails its allow-list
 assertion and the process never exits. Nothing of ours is involved: the assertion fires before
 any NIXL agent exists, our plugin is never loaded, and the one non-daemon thread left is LMCache's

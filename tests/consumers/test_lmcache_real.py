@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Across processes, as in production, on a real DAOS engine (daos-sim lives inside one process, so
 only a real engine can show this). Runs when NIXL_DAOS_REAL=1 with DAOS_POOL and NIXL_DAOS_LIBDAOS
 set by the caller (see conftest.py), e.g. inside the lock of the shared single-node engine:

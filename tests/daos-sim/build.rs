@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Compiles c/layout.c, whose `_Static_assert`s fail the build if include/daos.h drifts from
 //! the DAOS layouts (the Rust mirrors are checked in tests/layout.rs).
 

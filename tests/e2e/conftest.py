@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the end-to-end tests: the environment NIXL and the plugin need (set before any
 agent exists), daos-sim's control API, and agents with the DAOS backend that are torn down after
 each test with the simulator calmed first, so that one test's faults cannot leak into the next."""

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for driving the DAOS plugin through the real NIXL agent against daos-sim.
 
 Shared by the end-to-end tests (tests/e2e) and the benchmarks in bench/ (kv_bench.py and the

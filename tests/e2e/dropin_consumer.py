@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Consumer of tests/e2e/test_dropin.py: the plugin installed as libplugin_OBJ.so (NIXL_PLUGIN_DIR
 from the test) serves an OBJ write and read-back with S3-style parameters; prints one JSON line."""
 

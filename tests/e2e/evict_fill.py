@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Fills a pool with new KV keys through NIXL and reads them back: the workload of the eviction
 tests on a real engine (tests/e2e/test_real_evict.py), also a benchmark of writes with eviction
 active against the same writes into the still-empty pool (first third against last third).

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Scenario of tests/e2e/test_faults.py: an agent destroyed while its READs hang in daos-sim;
 prints one JSON line with the states, timings and lane threads before and after."""
 

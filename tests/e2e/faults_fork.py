@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Scenario of tests/e2e/test_faults.py: a forked child uses the backend it inherited (refused)
 and the parent keeps working; prints one JSON line."""
 

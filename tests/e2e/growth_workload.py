@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Workload of tests/e2e/test_growth.py: RSS and thread count across 1,000 agent create/destroy
 cycles and 1,000 hung queryMem calls; prints one JSON line with the figures."""
 

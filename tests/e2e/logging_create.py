@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Child of tests/e2e/test_logging.py: creates a DAOS backend twice with the parameters given as
 JSON in argv[1], printing "created" or "refused" per attempt; the test reads the plugin's log."""
 

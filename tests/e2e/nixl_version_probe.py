@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Run by test_nixl_versions.py in a subprocess whose PYTHONPATH puts another nixl-cu12 wheel
 first: loads the plugin from argv[1] into that NIXL, writes and reads back one key on daos-sim,
 and prints one JSON line: the plugins NIXL listed and what happened."""

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Reader of tests/e2e/test_processes.py. argv: JSON list of [prefix, n, size, seed]; reads and
 checks every key, queries them; prints one JSON line."""
 

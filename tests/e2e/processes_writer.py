@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Writer of tests/e2e/test_processes.py. argv: key prefix, number of keys, bytes per key, seed
 of the first key. Prints one JSON line."""
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Consumer of tests/e2e/test_real_faults.py: its requests in flight while daos_agent is stopped
 (pid in argv[1]; argv[2]: timeout_ms). Prints one JSON line."""
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """What the consumers of tests/e2e/test_real_faults.py share: the environment set before the
 first agent, NIXL's error types, the engine's restart, and polling one request to its end.
 Importing it prepares the environment (daoskit.prepare_environment), before any agent exists."""

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Consumer of tests/e2e/test_real_faults.py: writes until the pool is full (argv[1]: pool,
 argv[2]: the daos tools' dir). Prints one JSON line."""
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Scenario of tests/e2e/test_safety.py, run in a subprocess by test_concurrent_posts_of_one_handle:
 Two threads post one handle at once. Prints its findings as one JSON line."""
 

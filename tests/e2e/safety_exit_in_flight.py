@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Scenario of tests/e2e/test_safety.py, run in a subprocess by the test_exit_* tests (and looped
 on a real engine by ci/exit-loop.sh): interpreter exit with fetches in flight. Argument: daos-sim's
 latency in microseconds (default 300000; no effect on a real engine). Prints one JSON line."""

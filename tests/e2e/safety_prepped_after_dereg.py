@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Scenario of tests/e2e/test_safety.py, run in a subprocess by test_prepped_obj_list_after_deregistration:
 A prepped OBJ list used after its deregistration. Prints its findings as one JSON line."""
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Scenario of tests/e2e/test_safety.py, run in a subprocess by test_release_in_flight_read_then_munmap:
 Release of a READ in flight into an mmap'ed buffer, then munmap. Prints its findings as one JSON line."""
 

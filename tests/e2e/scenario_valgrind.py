@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The scenarios of issue 8 in one short process, for valgrind (tests/e2e/test_valgrind.py):
 release in flight (READ and WRITE), a prepped OBJ list after deregistration, queryMem past its
 deadline then resume, a hung request then agent destruction, and exit with fetches in flight."""

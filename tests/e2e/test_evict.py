@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Eviction through the real NIXL agent: a pool written with three times its size of new KV
 keys keeps taking writes, recent keys read back right, evicted keys are clean misses (the read
 fails, queryMem says None), and no read ever returns wrong bytes, with one agent and with two

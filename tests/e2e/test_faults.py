@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """In-flight deregistration, a hung DAOS server, and tearing an agent down while I/O hangs."""
 
 import json

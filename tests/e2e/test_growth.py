@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Bounded growth: RSS and thread count stay flat across 1,000 queryMem calls that hit their
 deadline under a hang (then resume), and across 1,000 agent create/destroy cycles. In a
 subprocess, so that the figures are this workload's alone."""

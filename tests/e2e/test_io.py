@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Data through the real NIXL agent into daos-sim and back, in the shapes real consumers use."""
 
 import threading

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """What the plugin says, and at which level: each case runs in a subprocess so its stderr (where
 the plugin logs through `tracing`) can be read, with NIXL_LOG_LEVEL set before the plugin loads."""
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Randomized, seeded model check through the real NIXL agent against daos-sim.
 
 Several agents (fold on and off), several threads each, random writes, overwrites, reads (in

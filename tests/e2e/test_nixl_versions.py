@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The plugin in other NIXL releases than the project's venv (1.5.1): NIXL 1.0.0 has the same
 engine ABI and works; 0.10.1 predates the prepMemView slots, so the plugin must refuse to load
 with a line naming the supported range, instead of failing registerMem with a bare status.

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """The plugin as NIXL sees it before any I/O: discovery, parameters, backend creation."""
 
 import pytest

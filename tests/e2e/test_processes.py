@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Keys outlive the process that wrote them: writers and readers in separate processes, as when a
 serving process restarts or several workers share one cache. Real DAOS only: daos-sim keeps its
 data in the memory of the process that loaded it."""

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Eviction on a real DAOS engine: a small pool written with three times its size of new KV
 keys, with the plugin's defaults, by one process and by two at once (tests/e2e/evict_fill.py).
 Writes keep succeeding (at least 95% of the last third), what reads back is right to the byte,

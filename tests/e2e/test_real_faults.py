@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Faults on a real DAOS engine, which daos-sim can only imitate: the engine killed (kill -9)
 while transfers and queries are in flight, create_backend against the dead server, daos_agent
 stopped under an open engine, and a restarted (freshly formatted) engine.

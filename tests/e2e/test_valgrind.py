@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """valgrind memcheck over scenario_valgrind.py (release in flight, prepped list after
 deregistration, queryMem past its deadline, hang then destroy, exit in flight): no memcheck error
 may have a frame of ours (the plugin, its shim, daos-sim). Python's and NIXL's own reports

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # TEST ONLY: links the shim with the in-memory stub engine (stub_engine.cpp) into a standalone
 # libplugin_DAOS.so, with the flags build.rs uses, so the shim can be checked against the real NIXL
 # agent without the Rust side:

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Drive libplugin_DAOS.so through the real NIXL agent (nixl-cu12 wheel) and check what the shim
 translates: discovery, plugin params and memory types, create_backend (and its failure path),
 DRAM/OBJ registration, WRITE/READ loopback (initialize_xfer and prepped), query_memory, a read of

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 """Hold our engine's vtable against the wheel's POSIX engine, slot by slot.
 
     python3 tests/shim/check_vtable.py [path/to/libplugin_DAOS.so]   (default target/release/)

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 // TEST ONLY (not part of the plugin; build.rs compiles only src/shim/*.cpp). A stand-in for the
 // Rust engine: the C ABI of include/nixl_daos.h over an in-memory key -> bytes store, plus the
 // exported nixl_plugin_init/_fini that src/ffi.rs provides in the real plugin. Linked with the shim

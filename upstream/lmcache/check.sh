@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Checks that each LMCache patch here applies to LMCache's released source (the 0.5.6 sdist from
 # PyPI, sha256-pinned, cached in .cache/upstream), one patch at a time on a fresh copy and then
 # all in order. With a consumers venv (ci/consumers.sh; NIXL_DAOS_CONSUMERS_VENV or its default)

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 /* Compile-time checks that include/daos.h has the layouts of DAOS 2.6+ on x86-64. */
 #include <stddef.h>
 #include "daos.h"

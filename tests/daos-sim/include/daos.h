@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 /*
  * daos-sim: our own declaration of the part of the libdaos client API (DAOS 2.6+, x86-64)
  * that nixl-daos binds to. Names, types, values and layouts follow the real headers so that

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 /*
  * daos-sim: our own declaration of the DAOS error numbers (DER_*) the plugin and the
  * simulator use. Values match DAOS 2.6+ (GURT range from 1001, DAOS range from 2001).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 /*
  * daos-sim control and inspection API: what a real cluster cannot give and tests and
  * benchmarks need. Exported from libdaos_sim.so beside the libdaos API.

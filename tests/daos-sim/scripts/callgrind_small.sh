@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
 # Instruction counts of the store's small-extent path: runs copy_bench's `small_fold` under
 # callgrind with 1 and 3 passes, collecting only inside io::exec_update / io::exec_fetch (the
 # server side plus the data copy), and prints Ir per RPC (one RPC = one key: 64 recxs x 4 KiB)

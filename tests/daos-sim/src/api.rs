@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The exported libdaos C API.
 //!
 //! Every call with `ev != NULL` returns 0 (unless the event itself is unusable) and reports

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The data copy of update and fetch.
 //!
 //! The store keeps array bytes in 1 MiB chunks, so every transfer is a series of copies of at

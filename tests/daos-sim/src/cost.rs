@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The cost model: when an object RPC may complete.
 //!
 //! One shared link (the server and the network together) serves every object RPC in the order

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! `d_errstr` / `d_errdesc`: names and descriptions of DER codes (our own wording).
 
 use std::ffi::CStr;

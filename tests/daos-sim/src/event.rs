@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Event queues and events, with client-driven progress: a launched operation is a `Task`
 //! parked on its EQ, and it runs (validation result delivery, data copy) only inside
 //! `daos_eq_poll` / `daos_event_test` of a thread that polls, or in the caller of a blocking

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Rust mirrors of the C types and constants in `include/daos.h` and `include/daos_errno.h`.
 //! The layout tests (build.rs `_Static_assert`s and `tests/layout.rs`) keep both sides equal.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Handle registry: cookie → pool / container / object / EQ handle. Cookies are never 0.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

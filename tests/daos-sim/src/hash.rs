@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! A fast, non-cryptographic hasher for the store's internal maps (FxHash-style: rotate, xor,
 //! multiply per word). The keys are chunk indices, object ids, handle cookies and short dkeys
 //! and akeys from the process itself, so there is nothing to defend against hash flooding, and

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Object I/O: argument validation (client side, at submission) and execution (server side +
 //! data transfer, at completion) of update, fetch, punch and query_key.
 //!

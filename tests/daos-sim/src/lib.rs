@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! daos-sim: our own libdaos-compatible engine, for testing and benchmarking nixl-daos without
 //! a DAOS cluster. Built as `libdaos_sim.so` (loaded by the plugin exactly like libdaos) and as
 //! an rlib (for Rust tests calling the exported functions directly).

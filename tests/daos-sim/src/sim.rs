@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Process-wide simulator state: configuration from the environment (the cost model itself is
 //! in `cost`), fault injection (hang, fail), the copy switch (`copy off` for profiling), counters, and
 //! `daos_sim_control` / `daos_sim_stats`.

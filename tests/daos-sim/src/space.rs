@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Pool space: a capacity per pool, the bytes its objects hold, and the delay with which
 //! punched bytes come back (real DAOS returns them only when aggregation has run).
 //!

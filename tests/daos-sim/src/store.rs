@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The in-memory store: pools → containers → objects → dkeys → akeys.
 //!
 //! Locking: the pool/container/object maps are only locked to look up (or insert) an `Arc`;

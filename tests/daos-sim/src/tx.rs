@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Transactions, as far as a client that reads a key and then punches it needs them: a fetch
 //! with a transaction handle records what it read (each dkey's identity and version), a punch
 //! with it is held back, and the commit applies the punches only if none of the dkeys read has

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Behaviour of the libdaos API as daos-sim implements it (DAOS_FACTS §1, §3, §4).
 //! Tests here run in parallel threads: each uses its own container, and none touches the
 //! process-wide controls (those live in tests/control.rs).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Process-wide controls (hang, fail, latency, bandwidth, rpc_cost, copy, counters, reset_data), init
 //! refcounting and DAOS_SIM_POOLS. These change global state, so every test here holds one
 //! lock; this binary is its own process, apart from tests/api.rs.

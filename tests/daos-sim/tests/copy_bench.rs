@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Copy-speed benchmarks (ignored by default; they take a few seconds and want a quiet machine):
 //!
 //! ```sh

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! The Rust mirrors of the C types have the sizes and offsets of include/daos.h (which
 //! c/layout.c checks against the DAOS layouts at build time).
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
 //! Helpers shared by the daos-sim integration tests: they call the exported C API through the
 //! rlib, exactly as C code would.
 // These tests drive the simulator's C API as libdaos's callers do: every unsafe block passes

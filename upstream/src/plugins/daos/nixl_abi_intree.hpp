@@ -4,6 +4,7 @@
 // The names the DAOS engine shim (rust/src/shim/engine.cpp) uses, bound to NIXL's real backend
 // headers. The standalone build binds the same names to its own ABI declarations
 // (rust/src/shim/nixl_abi.hpp); inside NIXL's tree the compiler checks them against NIXL itself.
+// meson.build selects this header for the shim with -DNIXL_DAOS_ABI_HEADER="nixl_abi_intree.hpp".
 #ifndef NIXL_SRC_PLUGINS_DAOS_NIXL_ABI_INTREE_HPP
 #define NIXL_SRC_PLUGINS_DAOS_NIXL_ABI_INTREE_HPP
 

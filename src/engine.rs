@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::attempt::{Attempt, Budget};
+use crate::bounce::BouncePool;
 use crate::config::{Config, StageReads};
 use crate::daos::io::IoKind;
 use crate::daos::query;
@@ -222,6 +223,8 @@ pub struct Engine {
     ids: WriteIds,
     lanes: Lanes,
     budget: Arc<Budget>,
+    /// Staging buffers of staged reads (`stage_reads`), reused.
+    bounce: Arc<BouncePool>,
     /// Refreshes the pool map once requests time out (stopped after the lanes).
     watch: Option<MapWatch>,
     poke: Arc<dyn Fn() + Send + Sync>,
@@ -332,6 +335,7 @@ impl Engine {
             ids: WriteIds::default(),
             lanes,
             budget,
+            bounce: BouncePool::new(),
             watch: Some(watch),
             poke,
             handles,
@@ -440,7 +444,15 @@ impl Engine {
             _ => None,
         };
         for f in &st.folds {
-            let op = Op::new(kind, &f.key, &f.extents, gen, Some(attempt.clone()), posting.clone(), staged);
+            let op = Op::new(
+                kind,
+                &f.key,
+                &f.extents,
+                gen,
+                Some(attempt.clone()),
+                posting.clone(),
+                staged.then_some(&self.bounce),
+            );
             self.lanes.submit(op);
         }
         Ok(Status::InProgress)

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::attempt::{Attempt, Budget};
+use crate::bounce::BouncePool;
 use crate::daos::io::{Extent, IoDesc, IoKind};
 use crate::daos::query::Abandoned;
 use crate::daos::{daos_event_t, rc_is_nospace, EventQueue, Library, Object};
@@ -84,7 +85,7 @@ pub struct Op {
 
 impl Op {
     /// `gen`: the write id an update stores beside the data, see `IoDesc::new`.
-    /// `stage`: a fetch goes through a buffer of the engine's (`IoDesc::new_staged`).
+    /// `stage`: a fetch goes through a buffer of this pool's (`IoDesc::new_staged`).
     pub fn new(
         kind: IoKind,
         key: &ObjectKey,
@@ -92,10 +93,10 @@ impl Op {
         gen: Option<u64>,
         attempt: Option<Arc<Attempt>>,
         posting: Option<Arc<Posting>>,
-        stage: bool,
+        stage: Option<&Arc<BouncePool>>,
     ) -> Box<Op> {
         let io = match (kind, stage) {
-            (IoKind::Fetch, true) => IoDesc::new_staged(key.clone(), extents),
+            (IoKind::Fetch, Some(pool)) => IoDesc::new_staged(key.clone(), extents, pool),
             _ => IoDesc::new(kind, key.clone(), extents, gen),
         };
         Box::new(Op {
@@ -113,7 +114,7 @@ impl Op {
 
     /// Punch of `key`, holding the write fence's entry `fence` until it completes.
     fn punch(key: &ObjectKey, fence: Instant) -> Box<Op> {
-        let mut op = Op::new(IoKind::Punch, key, &[], None, None, None, false);
+        let mut op = Op::new(IoKind::Punch, key, &[], None, None, None, None);
         op.fence = Some(fence);
         op
     }

@@ -14,6 +14,7 @@
 // `Engine` directly (config, requests, errors and statuses, object keys) against daos-sim.
 // Nothing else is public; it is not a Rust library API and carries no stability promise.
 mod attempt;
+mod bounce;
 pub mod config;
 mod daos;
 pub mod engine;

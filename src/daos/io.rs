@@ -58,7 +58,7 @@ pub struct IoDesc {
     /// A staged fetch: DAOS reads into this buffer of the engine's, and `deliver` copies it
     /// into the caller's (`user`) once it succeeded. Used while the pool is in trouble, so that
     /// a read reported failed leaves nothing of DAOS's in the caller's memory.
-    bounce: Option<Vec<u8>>,
+    bounce: Option<crate::bounce::Bounce>,
     user: Vec<(u64, u64)>,
 }
 
@@ -91,17 +91,19 @@ impl IoDesc {
         }
     }
 
-    /// A fetch into a buffer of its own (see `bounce`); other kinds are not staged.
-    pub fn new_staged(dkey: ObjectKey, extents: &[Extent]) -> IoDesc {
+    /// A fetch into a buffer of `pool`'s (see `bounce`); other kinds are not staged.
+    pub fn new_staged(dkey: ObjectKey, extents: &[Extent], pool: &std::sync::Arc<crate::bounce::BouncePool>) -> IoDesc {
         let mut io = IoDesc::new(IoKind::Fetch, dkey, extents, None);
-        let mut bounce = vec![0u8; io.want as usize];
+        let mut bounce = pool.take(io.want as usize);
+        let base = bounce.as_mut_ptr();
         let mut at = 0usize;
         // The iovs point into the bounce buffer's heap allocation, which does not move when
-        // the Vec (or the IoDesc) is moved.
+        // the buffer (or the IoDesc) is moved, and goes back to the pool only with the IoDesc.
         io.iovs = extents
             .iter()
             .map(|e| {
-                let v = iov(bounce[at..].as_mut_ptr(), e.len as usize);
+                // SAFETY: `at + e.len` is at most `want`, the buffer's length.
+                let v = iov(unsafe { base.add(at) }, e.len as usize);
                 at += e.len as usize;
                 v
             })
@@ -122,6 +124,7 @@ impl IoDesc {
     /// (the transfer was not given up: `Attempt::complete_delivered`).
     pub unsafe fn deliver(&self) {
         let Some(b) = &self.bounce else { return };
+        let b = b.as_slice();
         let mut at = 0usize;
         for &(addr, len) in &self.user {
             // SAFETY: `addr..addr+len` is a caller's DRAM range of this transfer (valid for

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """CPU cost per NIXL request and per descriptor: the DAOS plugin on daos-sim (fold=true and
@@ -6,8 +5,10 @@ fold=false) against NIXL POSIX on /dev/shm, through kv_bench's harness and conte
 the DAOS contenders' CPU goes (the plugin, daos-sim's copies, the rest of daos-sim, NIXL agent +
 Python, the kernel).
 
-    .venv/bin/python bench/cpu_cost.py [--workloads small,ref] [--ref-scale 0.25] [--reps 8]
+    .venv/bin/python -m bench.cpu_cost [--workloads small,ref] [--ref-scale 0.25] [--reps 8]
                                        [--no-perf] [--contenders daos-fold,daos-nofold,posix]
+
+(from the repository root; the table's header gives the machine's load, bench/machine_load.py)
 
 CPU is the process's user+sys time of all its threads (time.process_time) over one repetition (every key
 once, one NIXL request per key, prepared handles), divided by the requests (keys) and by the
@@ -64,12 +65,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import kv_bench  # noqa: E402  (sets OPENBLAS_NUM_THREADS before numpy)
-from kv_bench import Buffers, Harness, Workload, build_contenders, calm, cpu_now, daoskit, make_workloads  # noqa: E402
-from kv_contenders import MemcpyContender, NixlContender  # noqa: E402
-from kv_harness import runq_now, runq_since  # noqa: E402
+from bench import kv_bench
+from bench.kv_bench import Buffers, Harness, Workload, build_contenders, calm, cpu_now, daoskit, make_workloads
+from bench.kv_contenders import MemcpyContender, NixlContender
+from bench.kv_harness import runq_now, runq_since
+from bench.machine_load import RULE, LoadWatch, describe, verdict
 
 CATS = ("plugin", "copy", "sim", "nixl+py", "kernel", "libc", "other")
 
@@ -284,9 +286,10 @@ def reference_rows(a, bufs: Buffers, workloads: list[Workload]) -> list[tuple]:
     return out
 
 
-def report(cells: list[Cell], refs, perf: bool) -> None:
+def report(cells: list[Cell], refs, perf: bool, load: dict) -> None:
+    print(f"\n{describe(load)}")
     print(
-        "\nCPU per repetition (median), per NIXL request and per descriptor; perf split of each cell's CPU "
+        "CPU per repetition (median), per NIXL request and per descriptor; perf split of each cell's CPU "
         "(% of its samples)"
     )
     head = (
@@ -368,7 +371,10 @@ def report(cells: list[Cell], refs, perf: bool) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m bench.cpu_cost",
+        description=__doc__.splitlines()[0],
+        epilog=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--workloads", default="small,ref", help="comma list of small, ref")
     ap.add_argument("--ref-scale", type=float, default=0.25, help="keys of ref x this (0.25: 30 keys, 1.17 GiB)")
@@ -393,6 +399,7 @@ def main(argv=None) -> int:
         else:
             print("perf is not usable here (not installed, or perf_event_paranoid): no split; --no-perf hides this")
 
+    load = LoadWatch()
     daoskit.prepare_environment(with_posix=True)
     sim = daoskit.Sim()
     calm(sim)
@@ -423,7 +430,9 @@ def main(argv=None) -> int:
                 p.unlink()
             shm.rmdir()
     refs = reference_rows(a, bufs, workloads)
-    report(run.cells, refs, perf is not None)
+    rec = load.stop()
+    report(run.cells, refs, perf is not None, rec)
+    print(f"\nthis run: {verdict(rec)}; {RULE}")
     return 0
 
 

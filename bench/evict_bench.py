@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """Writes with eviction active against the same writes into an empty pool, side by side in one
@@ -9,13 +8,15 @@ agent, by tests/e2e/evict_fill.py, which also reads every key back and verifies 
   full:  keys worth three times the pool; its last third runs with the pool full and eviction
          making room, and is what the column shows.
 
-    .venv/bin/python bench/evict_bench.py --sim [--pool-mib 512] [--reclaim-ms 3000]
-    .venv/bin/python bench/evict_bench.py --real --pool-mib 2048   # DAOS_POOL (a pool it may
+    .venv/bin/python -m bench.evict_bench --sim [--pool-mib 512] [--reclaim-ms 3000] [--out DIR]
+    .venv/bin/python -m bench.evict_bench --real --pool-mib 2048   # DAOS_POOL (a pool it may
         fill: ci/bench.sh starts one), NIXL_DAOS_LIBDAOS, DAOS_CONT as for the e2e tests
 
 On daos-sim the pool's capacity and its reclaim delay (how long punched space takes to come
 back; 27-31 s measured on the real engine, bench/RECLAIM_FINDINGS.md) are daos-sim settings, so
-the figures there show the model at a shorter delay. Prints one table and one JSON line."""
+the figures there show the model at a shorter delay. Prints one table (with the machine's load,
+bench/machine_load.py) and one JSON line, also written to DIR/evict.json with --out. Exit status:
+1 when a run failed or read back a wrong byte, else 0."""
 
 from __future__ import annotations
 
@@ -27,17 +28,20 @@ import sys
 import uuid
 from pathlib import Path
 
+from bench.machine_load import LoadWatch, describe
+
 REPO = Path(__file__).resolve().parent.parent
 FILL = REPO / "tests" / "e2e" / "evict_fill.py"
 SIZE = 4 << 20
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap = argparse.ArgumentParser(prog="python -m bench.evict_bench", description=__doc__.splitlines()[0])
 mode = ap.add_mutually_exclusive_group(required=True)
 mode.add_argument("--sim", action="store_true")
 mode.add_argument("--real", action="store_true")
 ap.add_argument("--pool-mib", type=int, default=512, help="the pool's size (sim: its capacity)")
 ap.add_argument("--reclaim-ms", type=int, default=3000, help="daos-sim: delay before punched space returns")
 ap.add_argument("--window", type=int, default=16)
+ap.add_argument("--out", type=Path, default=None, help="also write the JSON line to DIR/evict.json")
 a = ap.parse_args()
 
 
@@ -59,11 +63,14 @@ def run(tag: str, n: int) -> dict:
 
 
 keys = (a.pool_mib << 20) // SIZE
+load = LoadWatch()
 empty = run("empty", keys // 3)
 full = run("full", 3 * keys)
+rec = load.stop()
 where = "daos-sim" if a.sim else "real DAOS"
 delay = f", reclaim {a.reclaim_ms} ms" if a.sim else ""
 print(f"\nEviction on {where}: pool {a.pool_mib} MiB{delay}, new keys of {SIZE >> 20} MiB, {a.window} in flight")
+print(describe(rec))
 print(f"{'run':<34} {'writes ok':>12} {'GB/s':>7} {'present':>8} {'missing':>8} {'wrong':>6}")
 
 
@@ -76,5 +83,9 @@ line("empty pool (1/3 of its size)", empty["succeeded"], empty["attempted"], e_g
 f_gbps = full["gbps_by_third"][2]
 line("full pool, eviction (last third)", full["succeeded_by_third"][2], full["attempted_by_third"][2], f_gbps, full)
 print(f"full / empty: {f_gbps / e_gbps:.3f}x; all writes of the 3x run: {full['succeeded']}/{full['attempted']}")
-print(json.dumps({"where": where, "pool_mib": a.pool_mib, "empty": empty, "full": full}))
+result = {"where": where, "pool_mib": a.pool_mib, "empty": empty, "full": full, "load": rec}
+print(json.dumps(result))
+if a.out:
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "evict.json").write_text(json.dumps(result, indent=1))
 sys.exit(1 if empty["wrong"] or full["wrong"] else 0)

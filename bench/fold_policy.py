@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """Fold policies side by side: new-key writes and reads of KV layouts through NIXL, one request
@@ -13,9 +12,14 @@ it (on a real pool, with the `daos` tool from DAOS_LOCAL_BIN or PATH), so the po
 The best of the rounds counts (noise on a shared machine only ever slows a run down). Prints one
 table: GB/s per policy, and the ratio of each auto policy to the better of fold=true and fold=false.
 
-    .venv/bin/python bench/fold_policy.py [--real] [--rounds 3] [--layouts 1m40,1m10,64k,4k,8m]
+    .venv/bin/python -m bench.fold_policy [--real] [--rounds 3] [--layouts 1m40,1m10,64k,4k,8m]
                                           [--targets 262144,1048576,4194304] [--out DIR]
                                           [--policies fold,nofold,auto] [--sim-model "rpc_cost 40; ..."]
+
+(from the repository root). The table's header gives the machine's load at the start and at the
+end (bench/machine_load.py; CONTENDED when it exceeded the CPU count), and so does the JSON.
+Exit status: 0 when every measurement ran and read back right (the default's PASS/MISS is a
+finding), 1 otherwise.
 
 A layout is a name below or KEYSxLAYERSxBLOCK (e.g. 64x1x4k, 16x32x16k, 8x1x2m). --sim-model sends
 daos-sim control commands (its cost model) once, before the first measurement; bench/calibrate.py fits one
@@ -46,7 +50,10 @@ LAYOUTS = {
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+        prog="python -m bench.fold_policy",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
     )
     ap.add_argument(
         "--real", action="store_true", help="a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS) instead of daos-sim"
@@ -72,12 +79,11 @@ if a.real:
     # daoskit reads these at import: the real pool, no simulator
     os.environ["NIXL_DAOS_TESTBED"] = "1"
     os.environ.setdefault("DAOS_CONT", "unused")  # every measurement names its own container
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")  # one INFO line per agent otherwise
 
-import kv_bench  # noqa: E402
-import real_pool  # noqa: E402
-from kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
+from bench import kv_bench, real_pool  # noqa: E402
+from bench.kv_bench import Buffers, Harness, Workload, daoskit  # noqa: E402
+from bench.machine_load import RULE, LoadWatch, describe, verdict  # noqa: E402
 
 
 def parse_layout(spec: str) -> tuple[int, int, int]:
@@ -186,6 +192,7 @@ def plugin_default_target() -> int:
 
 
 def main() -> int:
+    load = LoadWatch()
     daoskit.prepare_environment()
     target = a.default_target or plugin_default_target()
     targets = sorted({int(x) for x in a.targets.split(",") if x.strip()} | {target})
@@ -236,10 +243,12 @@ def main() -> int:
                         b[op + "_rpcs"] = got[op + "_rpcs"]
             print(f"  round {r + 1}: {w.describe()} done ({time.perf_counter() - t0:.0f} s)", flush=True)
 
+    load.stop()
     names = [policy_name(p) for p in policies]
     dname = policy_name({"fold": "auto", "rpc_target_bytes": str(target)})
     rated = "fold" in names and "nofold" in names  # the ratios need both fixed policies
-    print(f"\nGB/s, new-key write / read (best of {a.rounds})", end="")
+    print(f"\n{describe(load.stop())}")
+    print(f"GB/s, new-key write / read (best of {a.rounds})", end="")
     print(f"; 'vs best' = {dname} (the default) / the better of fold and nofold" if rated and dname in names else "")
     head = f"{'layout':<26}" + "".join(f"{n:>15}" for n in names)
     print(head + (f"{'vs best W/R':>14}" if rated and dname in names else ""))
@@ -285,11 +294,19 @@ def main() -> int:
             f"\n{dname}: worst ratio {worst:.2f} (target >= 0.90: {'PASS' if worst >= 0.9 else 'MISS'}); "
             f"beats both fixed policies on: {', '.join(wins) or 'none'}"
         )
+    print(f"this run: {verdict(load.stop())}; {RULE}")
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "fold_policy.json").write_text(
             json.dumps(
-                {"where": where, "sim_model": a.sim_model, "rounds": a.rounds, "default": dname, "rows": rows},
+                {
+                    "where": where,
+                    "sim_model": a.sim_model,
+                    "rounds": a.rounds,
+                    "default": dname,
+                    "load": load.stop(),
+                    "rows": rows,
+                },
                 indent=1,
             )
         )

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-import daoskit
-import real_pool
-from kv_harness import Harness
-from kv_net import NetModel
-from kv_workloads import Buffers, MiB, Workload
+from bench import real_pool
+from bench.kv_harness import Harness
+from bench.kv_net import NetModel
+from bench.kv_workloads import Buffers, MiB, Workload
+from tests.e2e import daoskit
 
 
 def calm(sim: daoskit.Sim) -> None:

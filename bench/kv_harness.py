@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kv_workloads import GB
+from bench.kv_workloads import GB
 
 
 @dataclass

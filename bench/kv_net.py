@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kv_workloads import GB, MiB
+from bench.kv_workloads import GB, MiB
 
 # The modeled network (+net contenders). What decides folding's gain is the ratio of a DAOS RPC's
 # fixed cost to its per-byte cost. The reference testbed: a 400 Gb/s link (50 GB/s) and, from its

@@ -9,6 +9,8 @@ import csv
 import json
 from pathlib import Path
 
+from bench import machine_load
+
 # "write": to new keys (the headline write); "overwrite": the same keys again
 XFER_OPS = ("write", "overwrite", "read")
 
@@ -270,6 +272,7 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
     """Prints everything and writes the results folder; True when no target MISSes."""
     look = Lookup(rows)
     print(f"\nhandles: {meta.get('handles', '-')}")
+    print(machine_load.describe(meta.get("load")))
     print_table(rows)
     rs = ratios(look)
     print_ratios(rs)
@@ -281,6 +284,9 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
         print(f"  {t['result']:<4} {t['target']}: {t['detail']}")
     for f in meta["failures"]:
         print(f"  FAIL {f}")
+    load = meta.get("load")
+    if load:
+        print(f"  LOAD this run: {machine_load.verdict(load)}; {load['rule']}")
     dr = drift(look)
     if dr:
         print(

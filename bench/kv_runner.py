@@ -9,10 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-import daoskit
-from kv_contenders import Contender, MemcpyContender, NixlContender, RealDaosContender
-from kv_harness import Harness, Row, cpu_now, runq_now, runq_since
-from kv_workloads import Buffers, Workload
+from bench.kv_contenders import Contender, MemcpyContender, NixlContender, RealDaosContender
+from bench.kv_harness import Harness, Row, cpu_now, runq_now, runq_since
+from bench.kv_workloads import Buffers, Workload
+from tests.e2e import daoskit
 
 
 class Bench:
@@ -222,6 +222,8 @@ class Bench:
             note = f"unavailable: {type(e).__name__}: {e}"
             self.log(note)
             self.rows.append(Row(c.name, "-", "-", 0, 0, note=note))
+            if c.kind == "daos":  # the plugin is what this measures: it must run (POSIX may be missing)
+                self.failures.append(f"{c.name}: could not run: {type(e).__name__}: {e}")
             return
         try:
             for w in workloads:

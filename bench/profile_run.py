@@ -1,12 +1,13 @@
-#!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """Profiles one contender on one workload through kv_bench's harness: set-up and the untimed
 first write run unprofiled, then `perf record` (cpu-clock, call graphs) attaches to this process
 for the timed repetitions of one op only, and the top symbols per thread are printed.
 
-    .venv/bin/python bench/profile_run.py --contender daos-fold --workload small --op read \
+    .venv/bin/python -m bench.profile_run --contender daos-fold --workload small --op read \
         [--scale 1] [--reps 20] [--handles prepared|per-transfer] [--sim-copy on|off] [--perf-data /tmp/kv.perf]
+
+(from the repository root; the result line is followed by the machine's load, bench/machine_load.py)
 
 A "+net" contender (daos-fold-net, daos-nofold-net) gets kv_bench's modeled network (same
 defaults and --net-* options) for the profiled reps only.
@@ -24,12 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-import kv_bench  # noqa: E402  (sets OPENBLAS_NUM_THREADS before numpy)
-from kv_bench import daoskit  # noqa: E402
+from bench import kv_bench
+from bench.kv_bench import daoskit
+from bench.machine_load import LoadWatch, describe
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.profile_run", description=__doc__.splitlines()[0])
     ap.add_argument("--contender", default="daos-fold")
     ap.add_argument("--workload", default="small", choices=["ref", "small", "lmcache"])
     ap.add_argument("--op", default="read", choices=["read", "write"])
@@ -71,6 +73,7 @@ def main() -> int:
         + net_args
     )
     w = kv_bench.make_workloads(a.scale, [a.workload])[0]
+    load = LoadWatch()
     daoskit.prepare_environment(with_posix=True)
     sim = daoskit.Sim()
     kv_bench.calm(sim)
@@ -130,6 +133,7 @@ def main() -> int:
         f"{cpu / dt:.2f} cores busy, {cpu / (moved / 1e9):.3f} CPU s/GB"
         + (" (daos-sim copy off: no byte moved, reads not verified)" if a.sim_copy == "off" else "")
     )
+    print(describe(load.stop()))
     for sort in ("comm", "comm,dso,sym"):
         print(f"\n-- perf report --sort {sort} (self time, % of all samples)")
         out = subprocess.run(

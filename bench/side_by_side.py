@@ -1,14 +1,15 @@
-#!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """One table from bench/kv_bench.py's results: real DAOS, daos-sim and NIXL POSIX side by side,
 with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
 
-    .venv/bin/python bench/side_by_side.py SIM_RESULTS_DIR [REAL_RESULTS_DIR]
+    .venv/bin/python -m bench.side_by_side SIM_RESULTS_DIR [REAL_RESULTS_DIR]
 
 Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
 smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
-prints, per source, the default policy's ratio to the better of fold and nofold.
+prints, per source, the default policy's ratio to the better of fold and nofold, and above the
+table the machine's load during each run (bench/machine_load.py: CONTENDED when it exceeded the
+CPU count).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+from bench import machine_load
 
 OPS = ("write", "overwrite", "read")
 POLICIES = ("default", "fold", "nofold")
@@ -71,6 +74,8 @@ def main(argv: list[str]) -> int:
         )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
+    for label, _, res in srcs:
+        print(f"{label}: {machine_load.describe(res.get('load'))}")
     cols = [f"{s} {p}" for s, _, res in srcs for p in POLICIES] + ["POSIX"]
     print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + "   default / better of fold, nofold")
     for w in workloads:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
-# The KV-offload benchmark (bench/kv_bench.py) through the real NIXL 1.5.1 agent, on up to three
-# storages, with the fold policies side by side (default = fold=auto, fold, nofold):
+# The KV-offload benchmark (python -m bench.kv_bench) through the real NIXL 1.5.1 agent, on up to
+# three storages, with the fold policies side by side (default = fold=auto, fold, nofold):
 #   1. the embedded daos-sim, with no modeled cost and with a modeled network (+net: a link at
 #      half this machine's copy rate with the reference testbed's per-RPC cost in bytes; see the
 #      comment above NetModel in bench/kv_net.py), against NIXL's POSIX backend on /dev/shm and
@@ -11,24 +11,34 @@
 #      single-node DAOS 2.8 started here from ../shared/daos/daos-local.sh (as root, under the
 #      lock /tmp/daos-real.lock, stopped after), at --real-scale of the workloads (default 0.1);
 #      skipped when neither is there (--no-real skips it always);
-#   3. on that real engine, bench/calibrate.py: fits daos-sim's cost model to it and prints the
+#   3. on that real engine, bench.calibrate: fits daos-sim's cost model to it and prints the
 #      issue's four layouts' fold/nofold ratios on both, PASS when within 25%;
-#   4. bench/side_by_side.py: one table of real DAOS, daos-sim and POSIX;
-#   5. bench/evict_bench.py: writes into a full pool with eviction against an empty pool, on
-#      daos-sim and on a fresh 2 GiB pool of a local engine.
+#   4. bench.side_by_side: one table of real DAOS, daos-sim and POSIX;
+#   5. bench.evict_bench: writes into a full pool with eviction against an empty pool, on
+#      daos-sim and on a fresh 2 GiB pool of a local engine;
+#   6. bench.summary: the machine's load during each run and the findings.
+# bench/ is a Python package: every step runs as `$VPY -m bench.<module>` from the repository root.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
-# to results/<timestamp>/{sim,real}/. About 5 minutes on 2 cores. Same set-up as ci/test.sh.
-# Extra arguments go to the daos-sim run of kv_bench.py (default --scale 0.4), e.g.
+# to results/<timestamp>/{sim,real,calibrate,evict-sim,evict-real}/, each results JSON with the
+# machine's load (1/5/15-minute load average and CPU count at the start and at the end; a run is
+# CONTENDED when the load exceeded the CPU count: bench/machine_load.py). About 5 minutes on
+# 2 cores. Same set-up as ci/test.sh.
+# Extra arguments go to the daos-sim run of kv_bench (default --scale 0.4), e.g.
 #   ci/bench.sh --scale 1                        # the full workloads (~10 minutes)
 #   ci/bench.sh --scale 0.1 --real-scale 0.05    # a quick run
+#   ci/bench.sh --no-real --scale 0.05 --workloads small --reps 1   # the quickest (daos-sim only)
 #   ci/bench.sh --workloads ref --contenders daos,memcpy
-# Exits non-zero when a read-back is wrong or a run fails; a MISSed target is reported, and
-# fails the run only with --strict.
+# Exit status: 0 when every step ran and every read-back was verified. The verdicts (a MISSed
+# target, a CONTENDED run, the calibration's ratios off by more than 25%, an optional contender
+# such as POSIX with io_uring that cannot run here, a real engine that would not start) are
+# findings, listed at the end. 1 only when something failed: a step crashed or hung, a read-back
+# was wrong, one of the plugin's contenders could not run, or a prerequisite was missing that
+# could not be installed; with --strict a MISSed target fails the run too.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-"$VPY" -c 'import matplotlib' 2>/dev/null || pip_install matplotlib
+"$VPY" -c 'import matplotlib' 2>/dev/null || pip_install matplotlib || say "no matplotlib: the results have no plot"
 
 strict=0
 real=1
@@ -43,34 +53,56 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+strict_arg=""
+[ "$strict" = 0 ] || strict_arg=--strict
+
+failed=()   # the steps that failed: any makes the exit status 1
+findings=() # what this script noticed itself (a step skipped); the runs' own come from bench.summary
+# failed_if <step> <exit status>: 137 is the outer timeout's KILL (a hang inside a C call, where
+# Python cannot interrupt); 2 with --strict: a target missed.
+failed_if() {
+	case $2 in
+	0) return 0 ;;
+	137) failed+=("$1: killed at its timeout (a hang)") ;;
+	2) [ "$strict" = 1 ] && failed+=("$1: a target missed (--strict)") || failed+=("$1: exit 2") ;;
+	*) failed+=("$1: exit $2") ;;
+	esac
+	say "FAILED ${failed[-1]}"
+}
 
 # daos-sim at 0.4 of the full workloads unless told otherwise: new-key writes allocate the
 # simulator's memory inside the clock, and the whole run stays around 5 minutes on 2 cores.
 case " ${args[*]:-} " in *" --scale "*) ;; *) args=(--scale 0.4 "${args[@]}") ;; esac
 out="results/$(date +%Y%m%d-%H%M%S)"
-say "bench/kv_bench.py ${args[*]:-} (daos-sim, POSIX, memcpy)"
-rc=0
-# The outer timeout is a backstop for a hang inside a C call, where Python cannot interrupt.
-timeout --signal=KILL 3600 "$VPY" bench/kv_bench.py --out "$out/sim" "${args[@]}" || rc=$?
+say "python -m bench.kv_bench ${args[*]:-} (daos-sim, POSIX, memcpy)"
+sim_rc=0
+timeout --signal=KILL 3600 "$VPY" -m bench.kv_bench --out "$out/sim" $strict_arg "${args[@]}" || sim_rc=$?
+failed_if "bench.kv_bench (daos-sim)" $sim_rc
 
 # The real engine: the DAOS contenders only, at a smaller scale (a RAM-backed pool of a few GiB,
 # and TCP on loopback moves ~1 GB/s), each workload on a container of its own.
 real_rc=0
-real_args=(--real --scale "$real_scale" --workloads ref,small,lmcache --reps 2 --out "$out/real")
-# Both real-engine runs in one command line: kv_bench, then the calibration (its own exit status
-# is reported, not fatal: a MISS is a finding).
-real_cmd=(bash -c '"$1" bench/kv_bench.py "${@:3}"; rc=$?
-	"$1" bench/calibrate.py --out "$2" || echo "calibrate.py: exit $? (see above)"
-	exit $rc' _ "$VPY" "$out/calibrate" "${real_args[@]}")
+real_args=(--real --scale "$real_scale" --workloads ref,small,lmcache --reps 2 --out "$out/real" $strict_arg)
+# Both real-engine runs in one command line: kv_bench, then the calibration (run even when
+# kv_bench failed); the first non-zero status of the two is the line's. A calibration MISS is a
+# finding (exit 0), a calibration that could not run is a failure.
+real_cmd=(bash -c '"$1" -m bench.kv_bench "${@:4}"; k=$?
+	"$1" -m bench.calibrate --out "$2" $3; c=$?
+	[ $k = 0 ] || echo "== bench.kv_bench --real: exit $k" >&2
+	[ $c = 0 ] || echo "== bench.calibrate: exit $c" >&2
+	[ $k != 0 ] && exit $k
+	exit $c' _ "$VPY" "$out/calibrate" "$strict_arg" "${real_args[@]}")
 local_daos="${NIXL_DAOS_LOCAL:-$ROOT/../shared/daos/daos-local.sh}"
 if [ "$real" = 0 ]; then
 	say "real DAOS: skipped (--no-real)"
+	findings+=("real DAOS: skipped (--no-real)")
 elif [ -n "${DAOS_POOL:-}" ] && [ -n "${NIXL_DAOS_LIBDAOS:-}" ]; then
 	say "real DAOS: pool $DAOS_POOL through $NIXL_DAOS_LIBDAOS"
 	timeout --signal=KILL 2400 "${real_cmd[@]}" || real_rc=$?
 elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 	say "real DAOS: a single-node engine from $local_daos (waiting for /tmp/daos-real.lock)"
 	# A pool larger than the script's default: new-key writes cannot free the keys before them.
+	# Exit 3: the engine did not start (a finding: the tables then show daos-sim and POSIX only).
 	flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_SCM_GB=8 DAOS_LOCAL_POOL_SIZE=6GiB bash -c '
 		D=$1; shift
 		log=$(mktemp)
@@ -81,38 +113,53 @@ elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 		exit $rc' _ "$local_daos" "${real_cmd[@]}" || real_rc=$?
 else
 	say "real DAOS: none (no DAOS_POOL with NIXL_DAOS_LIBDAOS, and no $local_daos to start as root)"
+	findings+=("real DAOS: none here (no DAOS_POOL with NIXL_DAOS_LIBDAOS, no $local_daos to start as root)")
 fi
-case $real_rc in
-0 | 2) ;;
-3) say "real DAOS: the engine did not start; the table shows daos-sim and POSIX only" ;;
-*) say "real DAOS: the run failed (exit $real_rc)"; [ $rc = 0 ] || [ $rc = 2 ] && rc=1 ;;
-esac
+if [ "$real_rc" = 3 ]; then
+	say "real DAOS: the engine did not start; the table shows daos-sim and POSIX only"
+	findings+=("real DAOS: the engine did not start (see its log above)")
+else
+	failed_if "real DAOS (bench.kv_bench --real, bench.calibrate)" "$real_rc"
+fi
 
 if [ -f "$out/sim/results.json" ]; then
-	"$VPY" bench/side_by_side.py "$out/sim" $([ -f "$out/real/results.json" ] && echo "$out/real")
+	sbs_rc=0
+	"$VPY" -m bench.side_by_side "$out/sim" $([ -f "$out/real/results.json" ] && echo "$out/real") || sbs_rc=$?
+	failed_if "bench.side_by_side" $sbs_rc
 fi
 
 # 5. Eviction: writes with the pool full and eviction making room, beside the same writes into
-# the empty pool (bench/evict_bench.py), on daos-sim and, with a local engine, on a fresh 2 GiB
+# the empty pool (bench.evict_bench), on daos-sim and, with a local engine, on a fresh 2 GiB
 # pool of its own (the reclaim delay of real DAOS makes that run take 4-5 minutes).
-say "bench/evict_bench.py --sim (eviction on daos-sim)"
-timeout --signal=KILL 900 "$VPY" bench/evict_bench.py --sim || { say "evict_bench.py --sim failed"; rc=1; }
+say "python -m bench.evict_bench --sim (eviction on daos-sim)"
+ev_rc=0
+timeout --signal=KILL 900 "$VPY" -m bench.evict_bench --sim --out "$out/evict-sim" || ev_rc=$?
+failed_if "bench.evict_bench --sim" $ev_rc
 if [ "$real" = 1 ] && [ -x "$local_daos" ] && [ "$(id -u)" = 0 ] && [ -z "${DAOS_POOL:-}" ]; then
-	say "bench/evict_bench.py --real (a fresh engine with a 2 GiB pool; waiting for /tmp/daos-real.lock)"
+	say "python -m bench.evict_bench --real (a fresh engine with a 2 GiB pool; waiting for /tmp/daos-real.lock)"
+	ev_rc=0
 	flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_SCM_GB=4 DAOS_LOCAL_POOL_SIZE=2GiB DAOS_LOCAL_TARGETS=2 bash -c '
-		D=$1 VPY=$2
+		D=$1 VPY=$2 OUT=$3
 		log=$(mktemp)
 		if ! "$D" start >"$log" 2>&1; then tail -20 "$log"; "$D" stop >/dev/null 2>&1; exit 3; fi
 		eval "$("$D" env)"
 		"$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" evict-bench >/dev/null
-		DAOS_CONT=evict-bench timeout --signal=KILL 1800 "$VPY" bench/evict_bench.py --real --pool-mib 2048; rc=$?
+		DAOS_CONT=evict-bench timeout --signal=KILL 1800 "$VPY" -m bench.evict_bench --real --pool-mib 2048 --out "$OUT"; rc=$?
 		"$D" stop >/dev/null 2>&1
-		exit $rc' _ "$local_daos" "$VPY" || { say "evict_bench.py --real failed"; rc=1; }
+		exit $rc' _ "$local_daos" "$VPY" "$out/evict-real" || ev_rc=$?
+	if [ "$ev_rc" = 3 ]; then
+		findings+=("bench.evict_bench --real: the engine did not start (see its log above)")
+	else
+		failed_if "bench.evict_bench --real" $ev_rc
+	fi
 fi
 
-case $rc in
-0) say "benchmark done: every read verified, every target met" ;;
-2) if [ "$strict" = 1 ]; then die "targets missed (see the MISS lines)"; else say "benchmark done: every read verified; some targets missed (see the MISS lines)"; fi ;;
-137) die "the benchmark was killed after 3600 s (a hang)" ;;
-*) die "the benchmark failed (exit $rc)" ;;
-esac
+# 6. The machine's load during each run and every finding (not failures), then the verdict.
+sum_rc=0
+"$VPY" -m bench.summary "$out" "${findings[@]}" || sum_rc=$?
+failed_if "bench.summary" $sum_rc
+if [ ${#failed[@]} -gt 0 ]; then
+	for f in "${failed[@]}"; do printf '  FAILED %s\n' "$f" >&2; done
+	die "the benchmark failed (${#failed[@]} step(s) above; results in $out)"
+fi
+say "benchmark done: every step ran and every read was verified; the findings above are verdicts, not failures (results in $out)"

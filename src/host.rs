@@ -44,6 +44,9 @@ static EXITING: AtomicBool = AtomicBool::new(false);
 static DRIVING: AtomicUsize = AtomicUsize::new(0);
 /// Transfer operations inside DAOS, over every engine of the process.
 static IN_DAOS: AtomicUsize = AtomicUsize::new(0);
+/// Threads of ours inside a blocking libdaos call that nobody may be waiting for any more (a
+/// pool connect past `create_backend`'s deadline); each holds an `InLibdaos`.
+static UNWAITED: AtomicUsize = AtomicUsize::new(0);
 
 /// glibc's `Dl_info`.
 #[repr(C)]
@@ -61,7 +64,9 @@ const RTLD_NODELETE: i32 = 0x1000;
 
 extern "C" {
     fn dladdr(addr: *const std::ffi::c_void, info: *mut DlInfo) -> c_int;
-    fn atexit(cb: extern "C" fn()) -> c_int;
+    fn on_exit(cb: extern "C" fn(c_int, *mut std::ffi::c_void), arg: *mut std::ffi::c_void) -> c_int;
+    fn fflush(stream: *mut std::ffi::c_void) -> c_int;
+    fn _exit(status: c_int) -> !;
     fn pthread_atfork(
         prepare: Option<extern "C" fn()>,
         parent: Option<extern "C" fn()>,
@@ -75,10 +80,58 @@ extern "C" {
 extern "C" fn in_forked_child() {
     DRIVING.store(0, Ordering::SeqCst);
     IN_DAOS.store(0, Ordering::SeqCst);
+    UNWAITED.store(0, Ordering::SeqCst);
 }
 
-extern "C" fn on_exit() {
+/// The C exit handler (glibc's `on_exit`, for the status): it runs at `exit()`, after Python
+/// has finalized in a Python host, and before the libraries' ELF destructors.
+///
+/// Those destructors must not run while a thread of ours is still inside libdaos: libna's
+/// unloads its transport plugin, and a pool connect left running past `create_backend`'s
+/// deadline then jumps into unmapped code (SIGSEGV in `libna_plugin_ofi.so`, 2 exits of 64
+/// after a refused `create_backend` on a three-engine DAOS 2.8 with one engine killed; 3 of 3
+/// when the gap was widened). Such a thread cannot be stopped or waited for in bounded time,
+/// so the process ends here instead, as `exit(status)` would, without the destructors: C
+/// streams are flushed, the status is kept; what is skipped is the handlers registered before
+/// this one and the libraries' destructors, which have nothing to save in a process that is
+/// ending.
+extern "C" fn on_exit_status(status: c_int, _arg: *mut std::ffi::c_void) {
     quiesce();
+    let inside = UNWAITED.load(Ordering::SeqCst) + DRIVING.load(Ordering::SeqCst);
+    if inside > 0 {
+        crate::log::exit_line(
+            tracing::Level::WARN,
+            &format!(
+                "process exit: {inside} thread(s) still inside libdaos (a pool connect past its deadline, or \
+                 a call that did not return); ending the process without running the libraries' destructors, \
+                 which would unload code those threads run (exit status {status} kept)"
+            ),
+        );
+        // SAFETY: fflush(NULL) flushes every C stream; _exit ends the process with the status
+        // exit() was given, which is what this handler's caller was about to do.
+        unsafe {
+            fflush(std::ptr::null_mut());
+            _exit(status);
+        }
+    }
+}
+
+/// Held by a thread of ours for as long as it may be inside a blocking libdaos call that its
+/// caller stops waiting for at a deadline (see `on_exit_status`).
+#[must_use]
+pub struct InLibdaos(());
+
+impl InLibdaos {
+    pub fn enter() -> InLibdaos {
+        UNWAITED.fetch_add(1, Ordering::SeqCst);
+        InLibdaos(())
+    }
+}
+
+impl Drop for InLibdaos {
+    fn drop(&mut self) {
+        UNWAITED.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 type IsFinalizing = unsafe extern "C" fn() -> c_int;
@@ -86,12 +139,12 @@ type IsFinalizing = unsafe extern "C" fn() -> c_int;
 fn python_probe() -> Option<IsFinalizing> {
     static PROBE: OnceLock<Option<IsFinalizing>> = OnceLock::new();
     *PROBE.get_or_init(|| {
-        // SAFETY: both calls only record the function pointers. `on_exit` runs `quiesce` at
-        // exit (atomics, sleeps, a log line: all fine in an `atexit` handler, and it never
-        // blocks past its bounds); `in_forked_child` only stores to atomics, as a handler run
-        // in a forked child must.
+        // SAFETY: both calls only record the function pointers. `on_exit_status` runs
+        // `quiesce` at exit (atomics, sleeps, a log line: all fine in an exit handler, and it
+        // never blocks past its bounds), then may end the process (see there);
+        // `in_forked_child` only stores to atomics, as a handler run in a forked child must.
         unsafe {
-            atexit(on_exit);
+            on_exit(on_exit_status, std::ptr::null_mut());
             pthread_atfork(None, None, Some(in_forked_child));
         }
         let this = libloading::os::unix::Library::this();
@@ -212,9 +265,12 @@ fn exit_drain(value: Option<&str>) -> Duration {
     match v.parse::<u64>() {
         Ok(ms) if ms <= EXIT_DRAIN_MAX_MS => Duration::from_millis(ms),
         _ => {
-            tracing::warn!(
-                "{EXIT_DRAIN_ENV}={v:?} is not a number of milliseconds from 0 to {EXIT_DRAIN_MAX_MS}; using {} ms",
-                EXIT_DRAIN.as_millis()
+            crate::log::exit_line(
+                tracing::Level::WARN,
+                &format!(
+                    "{EXIT_DRAIN_ENV}={v:?} is not a number of milliseconds from 0 to {EXIT_DRAIN_MAX_MS}; using {} ms",
+                    EXIT_DRAIN.as_millis()
+                ),
             );
             EXIT_DRAIN
         }
@@ -235,6 +291,9 @@ fn wait_until(bound: Duration, done: impl Fn() -> bool) -> bool {
     }
 }
 
+/// Logs through `crate::log::exit_line`: it also runs from the C exit handler, where `tracing`
+/// cannot.
+///
 /// The host is about to exit, its memory still intact: lets the transfers inside DAOS finish
 /// (bounded), then stops every thread from driving DAOS, and returns once none does. Idempotent.
 pub fn quiesce() {
@@ -247,16 +306,25 @@ pub fn quiesce() {
         let drained = wait_until(bound, || IN_DAOS.load(Ordering::SeqCst) == 0);
         let (left, waited) = (IN_DAOS.load(Ordering::SeqCst), t0.elapsed());
         if !drained {
-            tracing::debug!("process exit: abandoning {left} DAOS operation(s) after {waited:?}");
+            crate::log::exit_line(
+                tracing::Level::DEBUG,
+                &format!("process exit: abandoning {left} DAOS operation(s) after {waited:?}"),
+            );
         } else if at_start > 0 {
-            tracing::debug!("process exit: {at_start} DAOS operation(s) in flight finished in {waited:?}");
+            crate::log::exit_line(
+                tracing::Level::DEBUG,
+                &format!("process exit: {at_start} DAOS operation(s) in flight finished in {waited:?}"),
+            );
         }
     }
     EXITING.store(true, Ordering::SeqCst);
     if !wait_until(EXIT_STOP, || DRIVING.load(Ordering::SeqCst) == 0) {
-        tracing::warn!(
-            "process exit: {} thread(s) still inside a DAOS call after {EXIT_STOP:?}",
-            DRIVING.load(Ordering::SeqCst)
+        crate::log::exit_line(
+            tracing::Level::WARN,
+            &format!(
+                "process exit: {} thread(s) still inside a DAOS call after {EXIT_STOP:?}",
+                DRIVING.load(Ordering::SeqCst)
+            ),
         );
     }
 }

@@ -115,6 +115,28 @@ impl Drop for SinkLine {
     }
 }
 
+/// A log line from inside the process's exit (the C exit handler, see crate::host), where
+/// `tracing` cannot be used: glibc runs the exiting thread's thread-local destructors before
+/// the exit handlers, and the formatter's thread-local buffer is gone by then (using it there
+/// panicked, and the panic aborted the process). Same level filter as `init`'s; the line goes to
+/// the host's sink if one was installed, else straight to stderr (one `write`, no buffering).
+pub fn exit_line(level: Level, msg: &str) {
+    if level > LevelFilter::current() {
+        return;
+    }
+    if let Some(&sink) = SINK.get() {
+        // SAFETY: as in SinkLine's drop: a sink callable from any thread for the process's life.
+        unsafe { sink(sink_level(level), msg.as_ptr().cast(), msg.len()) };
+        return;
+    }
+    let line = format!("{level:>5} nixl-daos (exit): {msg}\n");
+    extern "C" {
+        fn write(fd: i32, buf: *const u8, n: usize) -> isize;
+    }
+    // SAFETY: writes `line`'s bytes, alive for the call, to stderr.
+    unsafe { write(2, line.as_ptr(), line.len()) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,6 +281,9 @@ impl Pool {
         std::thread::Builder::new()
             .name("nixl-daos-connect".into())
             .spawn(move || {
+                // First, so dropped last: counts this thread until its last libdaos call (the
+                // disconnect of a late pool, below) has returned.
+                let _inside = crate::host::InLibdaos::enter();
                 let init = match lib.init() {
                     Ok(g) => g,
                     Err(e) => {
@@ -373,6 +376,12 @@ impl Drop for Pool {
     fn drop(&mut self) {
         if self.abandoned.load(std::sync::atomic::Ordering::Acquire) {
             tracing::debug!(pool = %self.label, "pool handle left open: its servers did not answer in time");
+            return;
+        }
+        if crate::host::exiting() {
+            // Nothing drives DAOS once the process exits (crate::host): the disconnect could
+            // not complete, and the servers drop a dead process's handles themselves.
+            tracing::debug!(pool = %self.label, "pool handle left open: the process is exiting");
             return;
         }
         let (lib, poh) = (self.lib, self.poh);
@@ -515,6 +524,10 @@ impl Drop for Container {
     fn drop(&mut self) {
         if self.abandoned.load(std::sync::atomic::Ordering::Acquire) {
             tracing::debug!(container = %self.label, "container handle left open: its servers did not answer in time");
+            return;
+        }
+        if crate::host::exiting() {
+            tracing::debug!(container = %self.label, "container handle left open: the process is exiting");
             return;
         }
         let (lib, coh) = (self.lib, self.coh);

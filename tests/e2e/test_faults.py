@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from nixl_cu12._bindings import nixlBackendError
 
+import daoskit
 from daoskit import addr, assert_same, pattern, unique_key
 
 KiB = 1 << 10
@@ -122,3 +123,25 @@ def test_forked_child_fails_clearly_and_parent_keeps_working():
     assert out["child"]["child_s"] < 3, out
     assert out["parent_ok"], out
     assert "forked child cannot use it" in proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.skipif(daoskit.TESTBED, reason="daos-sim's connect_delay holds a pool connect inside libdaos")
+@pytest.mark.parametrize("how,status", [("exit", 7), ("fall", 0)])
+def test_exit_with_a_connect_past_its_deadline(how, status):
+    """A process whose create_backend was refused at its deadline exits while the pool connect
+    is still inside libdaos: the libraries' destructors must not run under it (on DAOS 2.8 that
+    was a SIGSEGV in libna's transport plugin, 2 exits of 64 after a refused create_backend with
+    an engine killed). daos-sim aborts if they do. The exit keeps its status and its output, and
+    does not wait for the connect (4 s away)."""
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "faults_exit_connecting.py"), how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    took = time.monotonic() - t0
+    assert proc.returncode == status, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert "refused after" in proc.stdout and "last line of output" in proc.stdout, proc.stdout
+    assert "without running the libraries' destructors" in proc.stderr, proc.stderr[-4000:]
+    assert took < 3.5, f"the exit waited for the connect: {took:.1f} s"

@@ -128,6 +128,12 @@ pub unsafe extern "C" fn daos_pool_connect2(
         let work: Work = Box::new(move || {
             let out = out;
             let (poh, info) = out.0;
+            let delay = sim::CONNECT_DELAY_MS.load(std::sync::atomic::Ordering::Relaxed);
+            if delay > 0 {
+                sim::CONNECTS_INSIDE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(delay));
+                sim::CONNECTS_INSIDE.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
             let Some(p) = sim::global().store.find_pool(&name) else {
                 tracing::debug!(pool = %name, "pool_connect: no such pool");
                 return -DER_NONEXIST;

@@ -167,6 +167,42 @@ impl Stats {
 // ---------------------------------------------------------------------------------------------
 // Faults
 
+/// "connect_delay <ms>": every pool connect takes this long (0: none), as one against a dead
+/// pool-service replica waits for CaRT's RPC timeout.
+pub static CONNECT_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+/// Threads inside `daos_pool_connect2` now (see `unloaded_under_a_connect`).
+pub static CONNECTS_INSIDE: AtomicU64 = AtomicU64::new(0);
+
+/// Runs with the library's ELF destructors, at `exit()`. The real client crashes when a thread is
+/// still inside a pool connect then: libna's destructor unloads its transport plugin, whose
+/// code that thread is running (SIGSEGV in `libna_plugin_ofi.so`, seen on DAOS 2.8 after a
+/// refused `create_backend`). daos-sim cannot unload code, so it reports the hazard and aborts.
+extern "C" fn unloaded_under_a_connect() {
+    let n = CONNECTS_INSIDE.load(Relaxed);
+    if n > 0 {
+        let msg = format!(
+            "daos-sim: library destructors ran while {n} thread(s) were inside daos_pool_connect2 \
+             (the real libdaos crashes here: libna unloads its plugin under them); aborting\n"
+        );
+        // SAFETY: writes a buffer of its own length to stderr; abort never returns.
+        unsafe {
+            libc_write(2, msg.as_ptr(), msg.len());
+            libc_abort();
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "write"]
+    fn libc_write(fd: i32, buf: *const u8, n: usize) -> isize;
+    #[link_name = "abort"]
+    fn libc_abort() -> !;
+}
+
+#[used]
+#[link_section = ".fini_array"]
+static UNLOAD_CHECK: extern "C" fn() = unloaded_under_a_connect;
+
 /// "hang": no object RPC completes until "resume".
 pub static HUNG: AtomicBool = AtomicBool::new(false);
 static HANG_MU: Mutex<()> = Mutex::new(());
@@ -261,6 +297,13 @@ pub fn control(cmd: &str) -> c_int {
                 true
             }
             _ => false,
+        },
+        ["connect_delay", ms] => match ms.parse::<u64>() {
+            Ok(ms) => {
+                CONNECT_DELAY_MS.store(ms, Relaxed);
+                true
+            }
+            Err(_) => false,
         },
         ["latency", us] => non_negative(us).map(cost::set_latency_us).is_some(),
         ["bandwidth", g] => non_negative(g).map(cost::set_bandwidth_gbps).is_some(),

@@ -7,7 +7,9 @@
 # beside the repo, run as root; otherwise that pass is skipped with one line saying why).
 # LMCache's own engine drives the plugin too (tests/consumers, in the consumers venv that
 # ci/consumers.sh sets up once per machine; skipped with one line when it cannot be had): on
-# daos-sim, and across processes in the real pass.
+# daos-sim, and across processes in the real pass. Dynamo KVBM's object-tier descriptor patterns
+# go through NIXL's Rust crate against a NIXL built from ../shared/third_party (ci/kvbm.sh, cached
+# per machine, about 11 minutes cold; skipped with one line when it cannot be had).
 # Exits non-zero on any failure. Extra arguments go to pytest (e.g. ci/test.sh -k fold).
 #
 # The real pass holds /tmp/daos-real.lock from the engine's start to its stop (one engine per
@@ -95,6 +97,14 @@ if [ -n "$CPY" ]; then
 	say "pytest tests/consumers against daos-sim (LMCache's engine through the plugin)"
 	consumers_pass "consumers, daos-sim" || cons_rc=$?
 fi
+
+# Dynamo KVBM's object tier through NIXL's Rust crate (nixl-sys) against a NIXL built from
+# ../shared/third_party (cached per machine; about 11 minutes cold), on daos-sim. Skipped with
+# one line when a prerequisite cannot be had.
+say "Dynamo KVBM through nixl-sys (ci/kvbm.sh)"
+kvbm_rc=0
+bash ci/kvbm.sh || kvbm_rc=$?
+[ "$kvbm_rc" = 0 ] || say "ERROR: ci/kvbm.sh failed (exit $kvbm_rc)"
 
 REAL_DAOS=$(cd "$ROOT/.." && pwd)/shared/daos/daos-local.sh
 LOCK=/tmp/daos-real.lock
@@ -213,6 +223,7 @@ fi
 
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
 [ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
+[ "$kvbm_rc" = 0 ] || die "the KVBM tests through nixl-sys (ci/kvbm.sh) failed"
 [ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
 [ "$evict_rc" = 0 ] || die "eviction tests against real DAOS failed"
 [ "$failover_rc" = 0 ] || die "failover tests against three real DAOS engines failed"

@@ -102,8 +102,11 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         name: "create_container",
-        default: |_| "false".into(),
-        description: "create the container when it does not exist (true/false)",
+        // Listed empty (false, or true for a bucket's container): a consumer that passes the
+        // listed defaults back with its own parameters on top (Dynamo's KVBM does) must not
+        // turn a bucket's container creation off.
+        default: |_| String::new(),
+        description: "create the container when it does not exist (true/false; empty: false, or true for the S3 bucket's container)",
     },
     Param {
         name: "oclass",
@@ -266,8 +269,14 @@ impl Config {
         let is_given =
             |given: &[(&str, &str)], name: &str| given.iter().any(|(n, v)| *n == name && !v.trim().is_empty());
         // An S3 consumer's bucket is the container unless `container` itself is given; such a
-        // consumer cannot create containers, so the bucket's is created when missing.
-        let from_bucket = bucket.filter(|_| !is_given(&given, "container"));
+        // consumer cannot create containers, so the bucket's is created when missing. A
+        // `container` equal to its listed default ($DAOS_CONT) does not count: a consumer that
+        // passes get_plugin_params's defaults back with S3 parameters on top (Dynamo main's
+        // KVBM) means its bucket.
+        let listed_container = env("DAOS_CONT").unwrap_or_default();
+        let names_container =
+            given.iter().any(|(n, v)| *n == "container" && !v.trim().is_empty() && v.trim() != listed_container.trim());
+        let from_bucket = bucket.filter(|_| !names_container);
         if let Some(b) = from_bucket {
             given.push(("container", b));
             if !is_given(&given, "create_container") {
@@ -311,7 +320,10 @@ impl Config {
             container: label("container", &get("container"), "DAOS_CONT")?,
             system,
             daos_lib,
-            create_container: parse_bool("create_container", &get("create_container"))?,
+            create_container: match get("create_container") {
+                v if v.trim().is_empty() => false,
+                v => parse_bool("create_container", &v)?,
+            },
             oclass,
             fold: parse_fold(&get("fold"), parse_int("rpc_target_bytes", &get("rpc_target_bytes"), 4096, 1 << 30)?)?,
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
@@ -501,6 +513,28 @@ mod tests {
         assert_eq!(Config::parse(&p(&[("bucket", "kvbm")]), &env2).unwrap().container, "kvbm");
         // An empty bucket is no bucket.
         assert_eq!(Config::parse(&p(&[("bucket", " ")]), &env2).unwrap().container, "envcont");
+    }
+
+    /// Dynamo main's KVBM passes get_plugin_params's listed defaults back with its S3
+    /// parameters on top: that is still "only a bucket" (its container, created when missing).
+    #[test]
+    fn listed_defaults_with_a_bucket_on_top_mean_the_bucket() {
+        let env = |n: &str| match n {
+            "DAOS_POOL" => Some("envpool".to_string()),
+            "DAOS_CONT" => Some("envcont".to_string()),
+            _ => None,
+        };
+        let mut layered: Vec<(String, String)> = defaults(&env).into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        layered.push(("bucket".into(), "kvbm".into()));
+        let c = Config::parse(&layered, &env).unwrap();
+        assert_eq!((c.container.as_str(), c.create_container), ("kvbm", true));
+        // Without a bucket the listed defaults are just the defaults.
+        layered.pop();
+        let c = Config::parse(&layered, &env).unwrap();
+        assert_eq!((c.container.as_str(), c.create_container), ("envcont", false));
+        // A container other than the listed one still wins over the bucket.
+        let c = Config::parse(&p(&[("container", "mine"), ("bucket", "kvbm")]), &env).unwrap();
+        assert_eq!(c.container, "mine");
     }
 
     /// The README's parameter table lists exactly PARAMS, in order, with the defaults

@@ -470,7 +470,9 @@ impl Sim {
             if f.is_null() {
                 return None;
             }
-            Some(Sim { stats: std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> *const std::ffi::c_char>(f) })
+            Some(Sim {
+                stats: std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> *const std::ffi::c_char>(f),
+            })
         }
     }
     /// One counter of `daos_sim_stats()`'s JSON object (e.g. "update", "fetch").

@@ -39,7 +39,9 @@ fn installed_as_obj_with_s3_params_only() {
     let (mems, _params) = agent.get_backend_params(&backend).unwrap();
     let mems: Vec<MemType> = mems.iter().map(|m| m.unwrap()).collect();
     assert!(mems.contains(&MemType::Object) && mems.contains(&MemType::Dram), "{mems:?}");
-    println!("installed as OBJ: plugins {plugins:?}, mem types {mems:?}, created from S3 params only (bucket {bucket})");
+    println!(
+        "installed as OBJ: plugins {plugins:?}, mem types {mems:?}, created from S3 params only (bucket {bucket})"
+    );
 }
 
 fn round_trip(src: &mut Layout, dst: &mut Layout, tag: &str) {
@@ -165,7 +167,8 @@ fn query_mem_reports_present_and_absent_blocks() {
     // The bucket named the container: a DAOS-style backend on container=<bucket> (not created)
     // sees the same blocks.
     let daos_style = [("container".to_string(), bucket.clone()), ("create_container".to_string(), "false".to_string())];
-    let (agent2, backend2) = agent_with_obj("kvbm-query-daos-style", &daos_style).expect("container = the bucket exists");
+    let (agent2, backend2) =
+        agent_with_obj("kvbm-query-daos-style", &daos_style).expect("container = the bucket exists");
     assert_eq!(has_blocks(&agent2, &backend2, &keys).unwrap(), got, "bucket {bucket} is the container");
     println!("queryMem through nixl-sys (KVBM's has_blocks): {got:?}; the same through container={bucket}");
 }

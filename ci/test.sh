@@ -133,6 +133,10 @@ real_pass() (
 		say "pytest tests/consumers against real DAOS (LMCache across processes)"
 		NIXL_DAOS_REAL=1 consumers_pass "consumers, real DAOS" || crc=$?
 	fi
+	if [ "$kvbm_rc" = 0 ]; then
+		say "Dynamo KVBM through nixl-sys against real DAOS (ci/kvbm.sh; a second process onboards)"
+		bash ci/kvbm.sh || { say "ERROR: ci/kvbm.sh against real DAOS failed"; crc=1; }
+	fi
 	say "pytest tests/e2e against real DAOS (pool $DAOS_POOL, container $DAOS_CONT)"
 	pytest_pass "real DAOS" "$@" && exit "$crc"
 )

@@ -291,3 +291,74 @@ fn throughput_offload_onboard() {
         }
     }
 }
+
+/// Env of the child process of `a_second_process_onboards_what_the_first_offloaded`.
+const CHILD_BUCKET: &str = "NIXL_DAOS_KVBM_CHILD_BUCKET";
+const CHILD_KEYS: &str = "NIXL_DAOS_KVBM_CHILD_KEYS";
+
+/// Process A offloads a batch and exits its agent; process B (this test binary again, running
+/// only `child_onboards_a_batch`) onboards the same blocks by their sequence hashes into buffers
+/// of its own and checks every byte against the seeds. Real engine only: daos-sim's store lives
+/// in its process.
+#[test]
+fn a_second_process_onboards_what_the_first_offloaded() {
+    if std::env::var_os("NIXL_DAOS_TESTBED").is_none() {
+        println!("skipped: needs a real DAOS pool (NIXL_DAOS_TESTBED=1); daos-sim's store is per process");
+        return;
+    }
+    let keys = sequence_hashes(BATCH);
+    let bucket = {
+        let (agent, _backend, bucket) = obj_agent("xproc");
+        let mut src = Layout::layer_separate(BATCH);
+        let _r = register(&agent, &src);
+        for (i, k) in keys.iter().enumerate() {
+            src.fill_block(i, *k as u64 ^ 0xc0de);
+        }
+        let ids: Vec<usize> = (0..BATCH).collect();
+        assert_done(&execute_obj_transfer(&agent, XferOp::Write, &keys, &src, &ids, KVBM_POLL), "offload in process A");
+        bucket
+    };
+    let hex: Vec<String> = keys.iter().map(|k| format!("{k:032x}")).collect();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_onboards_a_batch", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_BUCKET, &bucket)
+        .env(CHILD_KEYS, hex.join(","))
+        .output()
+        .expect("start process B");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "process B failed ({}):\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("process B: onboarded"), "process B did not run its check:\n{text}");
+    println!("{}", text.lines().find(|l| l.contains("process B: onboarded")).unwrap_or(""));
+}
+
+/// Process B of the test above (run only by it).
+#[test]
+#[ignore = "run by a_second_process_onboards_what_the_first_offloaded in a process of its own"]
+fn child_onboards_a_batch() {
+    let bucket = std::env::var(CHILD_BUCKET).expect("run by a_second_process_onboards_what_the_first_offloaded");
+    let keys: Vec<u128> =
+        std::env::var(CHILD_KEYS).unwrap().split(',').map(|h| u128::from_str_radix(h, 16).unwrap()).collect();
+    prepare_environment();
+    let (agent, _backend) = agent_with_obj("kvbm-xproc-b", &s3_params(&bucket)).expect("create_backend in process B");
+    let mut dst = Layout::fully_contiguous(keys.len());
+    let _r = register(&agent, &dst);
+    for b in 0..dst.num_blocks() {
+        dst.set_block(b, 0xEE);
+    }
+    let ids: Vec<usize> = (0..keys.len()).collect();
+    assert_done(&execute_obj_transfer(&agent, XferOp::Read, &keys, &dst, &ids, KVBM_POLL), "onboard in process B");
+    let mut want = Layout::layer_separate(keys.len());
+    for (i, k) in keys.iter().enumerate() {
+        want.fill_block(i, *k as u64 ^ 0xc0de);
+        assert!(dst.block_bytes(i) == want.block_bytes(i), "block {i}: process B read other bytes than A offloaded");
+    }
+    println!(
+        "process B: onboarded {} blocks of bucket {bucket} that process A offloaded, every byte verified",
+        keys.len()
+    );
+}

@@ -12,7 +12,9 @@
 #    nixl-sys from crates.io, NIXL_NO_STUBS_FALLBACK=1 so that nixl-sys's stub fallback can never
 #    stand in for NIXL, into a target dir under the same cache;
 # 3. runs its tests: the plugin target/release/libplugin_DAOS.so installed as OBJ, on daos-sim
-#    (target/release/libdaos_sim.so). Both come from `cargo build --release` at the root, which this
+#    (target/release/libdaos_sim.so), or with NIXL_DAOS_TESTBED=1 on the real pool DAOS_POOL through
+#    NIXL_DAOS_LIBDAOS (ci/test.sh's real pass), where a second process also onboards what the
+#    first offloaded. Both libraries come from `cargo build --release` at the root, which this
 #    script does not run.
 # A prerequisite that cannot be had (no NIXL source, no cargo, meson/ninja missing and no root to
 # apt-get them, no libclang for bindgen, no crates.io, the plugin not built) prints ONE line

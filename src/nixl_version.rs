@@ -6,18 +6,22 @@
 //! Loading must be refused there, with a line that says why, rather than fail later with a bare
 //! status.
 //!
-//! The test: the host's `libnixl.so`, when the process has one loaded, must export the base
-//! class's `releaseMemView`, which NIXL added in 1.0 together with those slots (checked on the
-//! nixl-cu12 wheels 0.10.1, 1.0.0 and 1.5.1). Hosts that link NIXL statically (no `libnixl.so`)
-//! are trusted: an in-tree build compiles the shim against that same NIXL.
+//! The test: the host's `libnixl.so`, when the process has one loaded, must export a
+//! `releaseMemView`, which NIXL added in 1.0 together with those slots: the base engine class's
+//! (checked on the nixl-cu12 wheels 0.10.1, 1.0.0 and 1.5.1) or the agent's. The engine's is an
+//! inline virtual, emitted as a weak symbol only when the compiler chose to (a debug build of
+//! NIXL main has none, and this plugin was refused there); the agent's is an ordinary exported
+//! function of every such build. Hosts that link NIXL statically (no `libnixl.so`) are trusted:
+//! an in-tree build compiles the shim against that same NIXL.
 
 use libloading::os::unix::{Library, RTLD_LAZY};
 
 /// glibc's RTLD_NOLOAD: return the library only if it is already loaded; never load it.
 const RTLD_NOLOAD: i32 = 0x4;
 
-/// `nixlBackendEngine::releaseMemView(void*) const`, present in libnixl.so from NIXL 1.0 on.
-const SINCE_1_0: &[u8] = b"_ZNK17nixlBackendEngine14releaseMemViewEPv\0";
+/// `nixlBackendEngine::releaseMemView(void*) const` and `nixlAgent::releaseMemView(void*) const`:
+/// libnixl.so exports one or both from NIXL 1.0 on.
+const SINCE_1_0: [&[u8]; 2] = [b"_ZNK17nixlBackendEngine14releaseMemViewEPv\0", b"_ZNK9nixlAgent14releaseMemViewEPv\0"];
 
 /// The NIXL versions whose engine ABI the shim presents.
 pub const SUPPORTED: &str = "NIXL 1.0.0 to 1.5.x";
@@ -41,10 +45,11 @@ pub fn host_nixl() -> Host {
         Ok(lib) => lib,
         Err(_) => return Host::Unknown,
     };
-    // SAFETY: the symbol is only looked up, never called or dereferenced.
-    match unsafe { lib.get::<*const u8>(SINCE_1_0) } {
-        Ok(_) => Host::Supported,
-        Err(_) => Host::TooOld,
+    // SAFETY: the symbols are only looked up, never called or dereferenced.
+    if SINCE_1_0.iter().any(|name| unsafe { lib.get::<*const u8>(name) }.is_ok()) {
+        Host::Supported
+    } else {
+        Host::TooOld
     }
 }
 

@@ -9,7 +9,8 @@
 # ci/consumers.sh sets up once per machine; skipped with one line when it cannot be had): on
 # daos-sim, and across processes in the real pass. Dynamo KVBM's object-tier descriptor patterns
 # go through NIXL's Rust crate against a NIXL built from ../shared/third_party (ci/kvbm.sh, cached
-# per machine, about 11 minutes cold; skipped with one line when it cannot be had).
+# per machine, about 11 minutes cold; skipped with one line when it cannot be had), and the
+# top-level meson build compiles the plugin against that NIXL's headers (ci/meson-standalone.sh).
 # Exits non-zero on any failure. Extra arguments go to pytest (e.g. ci/test.sh -k fold).
 #
 # The real pass holds /tmp/daos-real.lock from the engine's start to its stop (one engine per
@@ -105,6 +106,11 @@ say "Dynamo KVBM through nixl-sys (ci/kvbm.sh)"
 kvbm_rc=0
 bash ci/kvbm.sh || kvbm_rc=$?
 [ "$kvbm_rc" = 0 ] || say "ERROR: ci/kvbm.sh failed (exit $kvbm_rc)"
+# The top-level meson build against that installed NIXL's headers, proven by the same tests.
+say "top-level meson build against the installed NIXL (ci/meson-standalone.sh)"
+meson_rc=0
+bash ci/meson-standalone.sh || meson_rc=$?
+[ "$meson_rc" = 0 ] || say "ERROR: ci/meson-standalone.sh failed (exit $meson_rc)"
 
 REAL_DAOS=$(cd "$ROOT/.." && pwd)/shared/daos/daos-local.sh
 LOCK=/tmp/daos-real.lock
@@ -228,6 +234,7 @@ fi
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
 [ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
 [ "$kvbm_rc" = 0 ] || die "the KVBM tests through nixl-sys (ci/kvbm.sh) failed"
+[ "$meson_rc" = 0 ] || die "the top-level meson build or its tests (ci/meson-standalone.sh) failed"
 [ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"
 [ "$evict_rc" = 0 ] || die "eviction tests against real DAOS failed"
 [ "$failover_rc" = 0 ] || die "failover tests against three real DAOS engines failed"

@@ -205,6 +205,9 @@ def read_back(agent, keys: dict[int, np.ndarray], limit_s: float) -> dict:
     t0 = time.monotonic()
     while left and time.monotonic() - t0 < limit_s:
         for dev, want in list(left.items()):
+            if time.monotonic() - t0 >= limit_s:
+                break  # bounded per key too: with every read failing at its deadline, one pass
+                # over thousands of keys would take hours
             buf = read_fresh(agent, dev)
             if buf is None:
                 continue

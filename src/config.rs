@@ -269,13 +269,16 @@ impl Config {
         let is_given =
             |given: &[(&str, &str)], name: &str| given.iter().any(|(n, v)| *n == name && !v.trim().is_empty());
         // An S3 consumer's bucket is the container unless `container` itself is given; such a
-        // consumer cannot create containers, so the bucket's is created when missing. A
-        // `container` equal to its listed default ($DAOS_CONT) does not count: a consumer that
-        // passes get_plugin_params's defaults back with S3 parameters on top (Dynamo main's
-        // KVBM) means its bucket.
+        // consumer cannot create containers, so the bucket's is created when missing. A consumer
+        // that passes get_plugin_params's defaults back with S3 parameters on top (Dynamo main's
+        // KVBM) means its bucket: a `container` equal to its listed default ($DAOS_CONT) does
+        // not count when `create_container` came as listed too (empty), the mark of defaults
+        // passed back; given without that mark, it names the container as usual.
         let listed_container = env("DAOS_CONT").unwrap_or_default();
-        let names_container =
-            given.iter().any(|(n, v)| *n == "container" && !v.trim().is_empty() && v.trim() != listed_container.trim());
+        let defaults_passed_back = given.iter().any(|(n, v)| *n == "create_container" && v.trim().is_empty());
+        let names_container = given.iter().any(|(n, v)| {
+            *n == "container" && !v.trim().is_empty() && !(defaults_passed_back && v.trim() == listed_container.trim())
+        });
         let from_bucket = bucket.filter(|_| !names_container);
         if let Some(b) = from_bucket {
             given.push(("container", b));
@@ -535,6 +538,10 @@ mod tests {
         // A container other than the listed one still wins over the bucket.
         let c = Config::parse(&p(&[("container", "mine"), ("bucket", "kvbm")]), &env).unwrap();
         assert_eq!(c.container, "mine");
+        // So does the listed one when given on its own (not with the listed, empty
+        // create_container that marks defaults passed back).
+        let c = Config::parse(&p(&[("container", "envcont"), ("bucket", "kvbm")]), &env).unwrap();
+        assert_eq!((c.container.as_str(), c.create_container), ("envcont", false));
     }
 
     /// The README's parameter table lists exactly PARAMS, in order, with the defaults

@@ -38,6 +38,9 @@ const EXIT_DRAIN_MAX_MS: u64 = 600_000;
 /// is 20 ms); past it the exit goes on, and a late fetch could still land.
 const EXIT_STOP: Duration = Duration::from_secs(1);
 const EXIT_TICK: Duration = Duration::from_millis(1);
+/// How long the C exit handler lets threads of ours leave libdaos before it decides that one is
+/// stuck there (see `on_exit_status`).
+const EXIT_SETTLE: Duration = Duration::from_millis(50);
 
 static EXITING: AtomicBool = AtomicBool::new(false);
 /// Threads inside a call that drives DAOS (each holds a `Driving`).
@@ -97,7 +100,11 @@ extern "C" fn in_forked_child() {
 /// ending.
 extern "C" fn on_exit_status(status: c_int, _arg: *mut std::ffi::c_void) {
     quiesce();
-    let inside = UNWAITED.load(Ordering::SeqCst) + DRIVING.load(Ordering::SeqCst);
+    // Not one read: a thread that just called `drive()` counts itself for an instant before it
+    // sees the exit, and a bounded call notices it within its 10 ms slice (daos::bounded).
+    let inside = || UNWAITED.load(Ordering::SeqCst) + DRIVING.load(Ordering::SeqCst);
+    wait_until(EXIT_SETTLE, || inside() == 0);
+    let inside = inside();
     if inside > 0 {
         crate::log::exit_line(
             tracing::Level::WARN,
@@ -196,11 +203,8 @@ pub fn init() {
     if python_probe().is_some() {
         static REGISTERED: OnceLock<()> = OnceLock::new();
         REGISTERED.get_or_init(|| match python::register_atexit(quiesce) {
-            Ok(python::Registered::Now) => {
-                tracing::debug!("Python atexit callback registered: DAOS stops before Python frees buffers")
-            }
             Ok(python::Registered::Queued) => {
-                tracing::debug!("Python atexit callback queued for the main thread (this thread does not hold the GIL)")
+                tracing::debug!("Python atexit callback queued for the main thread (registered at its next bytecode)")
             }
             // libpython loaded into a host that is not a running Python (a C++ program that
             // links it, say): the C `atexit` handler is the right one there, so no warning.

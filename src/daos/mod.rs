@@ -217,6 +217,9 @@ pub(crate) fn bounded<S>(
         ev: daos_event_t,
         state: S,
     }
+    // Counts this thread as inside libdaos for the exit (crate::host::on_exit_status): past the
+    // deadline it returns, but until then a process exit must not unload libdaos's transport.
+    let _inside = crate::host::InLibdaos::enter();
     let mut p = Box::new(Pending { ev: daos_event_t::default(), state });
     let ev: *mut daos_event_t = &mut p.ev;
     // SAFETY: the event lives in the box, which stays where it is until reaped or leaked.

@@ -9,11 +9,12 @@
 //!
 //! The registration never waits for the GIL. `create_backend` runs inside NIXL's agent lock
 //! and NIXL's Python binding gives the GIL up around it, so blocking on the GIL there deadlocks
-//! with any Python thread that holds the GIL while it waits for the agent lock. When the calling
-//! thread holds the GIL (a binding that keeps it) the callback is registered at once; otherwise
-//! the registration is queued with `Py_AddPendingCall`, which needs no lock, and the main thread
+//! with any Python thread that holds the GIL while it waits for the agent lock. The
+//! registration is queued with `Py_AddPendingCall`, which needs no lock, and the main thread
 //! runs it at its next bytecode boundary. `Py_FinalizeEx` runs queued calls before the `atexit`
-//! callbacks (CPython 3.8 and later), so a queued registration is never too late.
+//! callbacks (CPython 3.8 and later), so a queued registration is never too late. (It is always
+//! queued, even from a thread that may hold the GIL: `PyGILState_Check` answers 1 on any thread
+//! once a sub-interpreter exists, so it cannot tell.)
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -38,7 +39,6 @@ const METH_NOARGS: c_int = 0x0004;
 /// The C API calls used here; all stable-ABI functions of every CPython 3.
 struct Api {
     is_initialized: Symbol<unsafe extern "C" fn() -> c_int>,
-    gil_held: Symbol<unsafe extern "C" fn() -> c_int>,
     add_pending_call: Symbol<unsafe extern "C" fn(PendingCall, *mut c_void) -> c_int>,
     import: Symbol<unsafe extern "C" fn(*const c_char) -> *mut PyObject>,
     getattr: Symbol<unsafe extern "C" fn(*mut PyObject, *const c_char) -> *mut PyObject>,
@@ -52,7 +52,7 @@ struct Api {
 
 // SAFETY: function pointers into the interpreter and the address of its `None` singleton,
 // both valid for the life of the process; each call site says what its call needs (the GIL
-// for most, none for `Py_IsInitialized`, `PyGILState_Check` and `Py_AddPendingCall`).
+// for most, none for `Py_IsInitialized` and `Py_AddPendingCall`).
 unsafe impl Send for Api {}
 // SAFETY: as above; the struct is never mutated after it is built.
 unsafe impl Sync for Api {}
@@ -71,7 +71,6 @@ fn api() -> Result<&'static Api, String> {
         let none: Symbol<*mut PyObject> = unsafe { this.get(b"_Py_NoneStruct\0") }.map_err(|e| e.to_string())?;
         Ok(Api {
             is_initialized: sym!("Py_IsInitialized"),
-            gil_held: sym!("PyGILState_Check"),
             add_pending_call: sym!("Py_AddPendingCall"),
             import: sym!("PyImport_ImportModule"),
             getattr: sym!("PyObject_GetAttrString"),
@@ -126,8 +125,6 @@ impl std::fmt::Display for NotRegistered {
 /// How the registration went when `register_atexit` returned.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Registered {
-    /// Done, in the calling thread (it held the GIL).
-    Now,
     /// Queued for the main thread; its outcome is logged when it runs.
     Queued,
 }
@@ -142,11 +139,6 @@ pub fn register_atexit(cb: fn()) -> Result<Registered, NotRegistered> {
     }
     if CALLBACK.set(cb).is_err() {
         return Err(NotRegistered::Failed("already registered".into()));
-    }
-    // SAFETY: PyGILState_Check only reads the calling thread's state (any thread, GIL or not).
-    if unsafe { (api.gil_held)() } != 0 {
-        // SAFETY: this thread holds the GIL, as `register_with_gil` requires.
-        return unsafe { register_with_gil(api) }.map(|()| Registered::Now).map_err(NotRegistered::Failed);
     }
     // SAFETY: Py_AddPendingCall may be called from any thread without the GIL; the function
     // it queues has the signature Python expects and ignores its argument.

@@ -117,21 +117,7 @@ else
 fi
 LIBDIR=$(dirname "$(ls "$PREFIX"/lib/*/libnixl.so "$PREFIX"/lib64/libnixl.so "$PREFIX"/lib/libnixl.so 2>/dev/null | head -1)")
 
-# nixl-sys runs bindgen, which loads libclang.
-if ! have_libclang; then
-	command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] || skip "kvbm: no libclang for nixl-sys's bindgen (apt-get install libclang-dev)"
-	apt_install libclang-dev
-fi
-
-export NIXL_PREFIX="$PREFIX"
-export NIXL_NO_STUBS_FALLBACK=1 # nixl-sys must build against this NIXL or fail: its stubs never pass
-export CARGO_TARGET_DIR="$CACHE/cargo-target"
-export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export NIXL_DAOS_PLUGIN_SO="$PLUGIN" NIXL_DAOS_SIM_SO="$SIM"
-MANIFEST="$ROOT/tests/kvbm/Cargo.toml"
-
-cargo fetch --manifest-path "$MANIFEST" >/dev/null 2>"$CACHE/fetch.log" ||
-	skip "kvbm: cargo fetch for tests/kvbm failed (no crates.io?): $(tail -1 "$CACHE/fetch.log")"
+kvbm_env kvbm
 
 say "build tests/kvbm against $PREFIX (nixl-sys, NIXL_NO_STUBS_FALLBACK=1)"
 t0=$(date +%s)

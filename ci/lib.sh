@@ -32,3 +32,22 @@ have_libclang() {
 	ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'
 }
 ensure_libclang() { have_libclang || apt_install libclang-dev; }
+
+# The environment tests/kvbm builds and runs in (ci/kvbm.sh, ci/meson-standalone.sh): nixl-sys
+# against the NIXL in $PREFIX (libraries in $LIBDIR), stubs forbidden, the plugin $PLUGIN and
+# daos-sim $SIM, cargo's target dir under $CACHE; sets MANIFEST. Calls the caller's skip() when
+# libclang (for nixl-sys's bindgen) or the crates cannot be had. $1: the caller's name.
+kvbm_env() {
+	if ! have_libclang; then
+		command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] || skip "$1: no libclang for nixl-sys's bindgen (apt-get install libclang-dev)"
+		apt_install libclang-dev
+	fi
+	export NIXL_PREFIX="$PREFIX"
+	export NIXL_NO_STUBS_FALLBACK=1 # nixl-sys must build against this NIXL or fail: its stubs never pass
+	export CARGO_TARGET_DIR="$CACHE/cargo-target"
+	export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	export NIXL_DAOS_PLUGIN_SO="$PLUGIN" NIXL_DAOS_SIM_SO="$SIM"
+	MANIFEST="$ROOT/tests/kvbm/Cargo.toml"
+	cargo fetch --manifest-path "$MANIFEST" >/dev/null 2>"$CACHE/fetch.log" ||
+		skip "$1: cargo fetch for tests/kvbm failed (no crates.io?): $(tail -1 "$CACHE/fetch.log")"
+}

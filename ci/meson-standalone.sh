@@ -126,26 +126,16 @@ say "exports nixl_plugin_init/_fini, no Rust symbols; needs libnixl_common.so (N
 # src/nixl_version.rs: the cargo-built plugin refuses a libnixl.so without this symbol (the meson
 # one is built with NIXL_DAOS_SHIM=external and does not probe). It is an inline virtual of
 # backend_engine.h, so a libnixl.so exports it only where its compiler emitted it.
-probe=_ZNK17nixlBackendEngine14releaseMemViewEPv
-if line=$(nm -D --defined-only "$LIBNIXL" | grep " $probe\$"); then
-	say "version probe: $LIBNIXL exports $probe ($(awk '{print $2}' <<<"$line")): the cargo-built plugin loads there too"
+# It also accepts the agent's releaseMemView, an ordinary exported function.
+probe='_ZNK\(17nixlBackendEngine\|9nixlAgent\)14releaseMemViewEPv'
+if line=$(nm -D --defined-only "$LIBNIXL" | grep " $probe\$" | head -1); then
+	say "version probe: $LIBNIXL exports $(awk '{print $3, "(" $2 ")"}' <<<"$line"): the cargo-built plugin loads there too"
 else
-	say "WARNING: $LIBNIXL does not export $probe: the cargo-built plugin (src/nixl_version.rs) would refuse this NIXL; the meson-built one does not probe"
+	say "WARNING: $LIBNIXL exports no releaseMemView: the cargo-built plugin (src/nixl_version.rs) would refuse this NIXL; the meson-built one does not probe"
 fi
 
 # 4. tests/kvbm against the meson-built plugin.
-if ! have_libclang; then
-	command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] || skip "meson-standalone: no libclang for nixl-sys's bindgen (apt-get install libclang-dev)"
-	apt_install libclang-dev
-fi
-export NIXL_PREFIX="$PREFIX"
-export NIXL_NO_STUBS_FALLBACK=1 # nixl-sys must build against this NIXL or fail: its stubs never pass
-export CARGO_TARGET_DIR="$CACHE/cargo-target"
-export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export NIXL_DAOS_PLUGIN_SO="$PLUGIN" NIXL_DAOS_SIM_SO="$SIM"
-MANIFEST="$ROOT/tests/kvbm/Cargo.toml"
-cargo fetch --manifest-path "$MANIFEST" >/dev/null 2>"$CACHE/fetch.log" ||
-	skip "meson-standalone: cargo fetch for tests/kvbm failed (no crates.io?): $(tail -1 "$CACHE/fetch.log")"
+kvbm_env meson-standalone
 nice -n 19 cargo test --manifest-path "$MANIFEST" --release -j"$JOBS" --no-run
 t2=$(date +%s)
 say "tests/kvbm built in $((t2 - t1)) s; run with the meson-built plugin as OBJ on daos-sim"

@@ -101,6 +101,8 @@ pub struct Attempt {
     state: Mutex<State>,
     /// Signalled when `in_daos` drops to zero (release waits on it).
     drained: Condvar,
+    /// The terminal status was counted in the process totals (`first_terminal`).
+    counted: std::sync::atomic::AtomicBool,
 }
 
 impl Attempt {
@@ -116,7 +118,14 @@ impl Attempt {
             budget,
             state: Mutex::new(State { remaining: ops, ..State::default() }),
             drained: Condvar::new(),
+            counted: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// True the first time it is called: the caller counts the terminal status it just read
+    /// once (`crate::totals`), however often the request is checked afterwards.
+    pub fn first_terminal(&self) -> bool {
+        !self.counted.swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

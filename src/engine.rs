@@ -20,6 +20,7 @@ use crate::evict::{self, Evictor, Posting, WriteIds};
 use crate::key::ObjectKey;
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
+use crate::totals;
 use crate::watch::MapWatch;
 
 /// `lo` of the object holding every key of a container (the class bits go into `hi`).
@@ -190,6 +191,9 @@ pub struct Request {
 
 struct RequestState {
     folds: Vec<Fold>,
+    /// Distinct keys and bytes of the plan, for the process totals (`crate::totals`).
+    keys: usize,
+    bytes: u64,
     current: Option<Arc<Attempt>>,
 }
 
@@ -394,7 +398,9 @@ impl Engine {
             pairs.push(Pair { addr: l.addr, offset: r.addr, len: r.len, key: reg.key.clone() });
         }
         let folds = planner::plan(&pairs, self.cfg.fold)?;
-        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, current: None }) }))
+        let keys = folds.iter().map(|f| &f.key).collect::<std::collections::HashSet<_>>().len();
+        let bytes = pairs.iter().map(|p| p.len).sum();
+        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, keys, bytes, current: None }) }))
     }
 
     /// Launches a posting of `req`. The request's lock is held until every fold is handed to
@@ -469,11 +475,22 @@ impl Engine {
 
     /// Never blocks on DAOS: reads the attempt's counters and its deadline.
     pub fn check(&self, req: &Request) -> Result<Status> {
-        let attempt = match req.lock().current.as_ref() {
-            Some(a) => a.clone(),
-            None => return Ok(Status::NotPosted),
+        let (attempt, keys, bytes) = match &*req.lock() {
+            RequestState { current: Some(a), keys, bytes, .. } => (a.clone(), *keys, *bytes),
+            _ => return Ok(Status::NotPosted),
         };
-        attempt.status().inspect_err(|e| match e {
+        let status = attempt.status();
+        let outcome = match &status {
+            Ok(Status::InProgress) => None,
+            Ok(Status::Success) => Some(totals::Outcome::Ok),
+            Ok(_) => Some(totals::Outcome::Failed),
+            Err(Error::NoSuchKey { .. }) => Some(totals::Outcome::Missing),
+            Err(_) => Some(totals::Outcome::Failed),
+        };
+        if let Some(o) = outcome.filter(|_| attempt.first_terminal()) {
+            totals::request(req.op, o, keys, bytes);
+        }
+        status.inspect_err(|e| match e {
             Error::Timeout { .. } => {
                 // Only when DAOS holds a fold: a request that timed out queued behind the
                 // budget says the engine is loaded, not that the pool changed.

@@ -100,6 +100,7 @@ extern "C" fn in_forked_child() {
 /// ending.
 extern "C" fn on_exit_status(status: c_int, _arg: *mut std::ffi::c_void) {
     quiesce();
+    crate::totals::report_at_exit();
     // Not one read: a thread that just called `drive()` counts itself for an instant before it
     // sees the exit, and a bounded call notices it within its 10 ms slice (daos::bounded).
     let inside = || UNWAITED.load(Ordering::SeqCst) + DRIVING.load(Ordering::SeqCst);

@@ -149,6 +149,11 @@ impl Op {
     /// Reports the DAOS result to the op's transfer (after `Attempt::leave_daos`).
     fn finish(self: Box<Op>, lib: &Library, rc: i32) {
         let result = self.xfer_result(lib, rc);
+        match (self.io.kind, &self.attempt) {
+            (IoKind::Update, Some(_)) => crate::totals::rpc(crate::engine::XferOp::Write, result.is_ok()),
+            (IoKind::Fetch, Some(_)) => crate::totals::rpc(crate::engine::XferOp::Read, result.is_ok()),
+            _ => {}
+        }
         if let Err(e) = &result {
             tracing::debug!(key = %self.io.key().display(), "DAOS operation failed: {e}");
         }

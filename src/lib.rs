@@ -31,4 +31,5 @@ mod log;
 #[cfg(any(nd_shim, test))]
 mod nixl_version;
 mod planner;
+mod totals;
 mod watch;

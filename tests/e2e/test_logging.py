@@ -103,3 +103,27 @@ def test_object_spans_the_pool_targets():
     p = run({}, "INFO")
     groups = re.findall(r"DAOS backend ready.* groups=(\d+)", p.stderr)
     assert groups == [want, want], p.stderr
+
+
+def test_totals_are_reported_at_exit(tmp_path):
+    """The plugin's own count of what it moved, for end-to-end checks against a consumer's
+    (tests/vllm): written at process exit, without the agent being closed."""
+    stats = tmp_path / "totals.jsonl"
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "totals_report.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, NIXL_DAOS_STATS_FILE=str(stats), NIXL_LOG_LEVEL="INFO"),
+    )
+    assert proc.returncode == 0 and "moved" in proc.stdout, proc.stderr[-3000:]
+    lines = stats.read_text().splitlines()
+    assert len(lines) == 1, lines
+    t = json.loads(lines[0])
+    assert t["pid"] > 0
+    w, r = t["writes"], t["reads"]
+    assert (w["ok"], w["keys"], w["bytes"], w["failed"]) == (1, 2, 8192, 0), w
+    assert w["rpcs"] >= 2 and w["rpc_errors"] == 0, w  # two keys: two RPCs at least
+    assert (r["ok"], r["keys"], r["bytes"]) == (1, 1, 4096), r
+    assert (r["failed"], r["missing"]) == (1, 1), r
+    assert "DAOS backend totals for this process" in proc.stderr, proc.stderr[-2000:]

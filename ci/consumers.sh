@@ -24,8 +24,6 @@ CPY="$VENV/bin/python"
 skip() { printf '== %s: SKIP: %s\n' "${0##*/}" "$*" >&2; exit 3; }
 log() { say "$@" >&2; }
 
-# Same check as ci/setup.sh: the nixl wheels are cp311.
-is_py311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; }
 
 installed() {
 	[ -x "$CPY" ] && is_py311 "$CPY" && "$CPY" - "$LMCACHE_VERSION" "$NIXL_VERSION" <<'EOF' 2>/dev/null
@@ -42,18 +40,11 @@ if installed; then
 	exit 0
 fi
 
-# Free space where the venv goes (its nearest existing parent) and where pip caches downloads.
-parent=$VENV
-while [ ! -d "$parent" ]; do parent=$(dirname "$parent"); done
-free_gb=$(df -Pk "$parent" | awk 'NR == 2 { printf "%d", $4 / 1048576 }')
+free_gb=$(free_gb_for "$VENV")
 [ "$free_gb" -ge "$NEED_GB" ] ||
-	skip "only ${free_gb} GB free under $parent; the consumers venv needs about ${NEED_GB} GB (set NIXL_DAOS_CONSUMERS_VENV to a roomier place)"
+	skip "only ${free_gb} GB free for $VENV; the consumers venv needs about ${NEED_GB} GB (set NIXL_DAOS_CONSUMERS_VENV to a roomier place)"
 
-PY=""
-for c in "${PYTHON:-}" python3.11 python3; do
-	[ -n "$c" ] && command -v "$c" >/dev/null && is_py311 "$c" && { PY=$(command -v "$c"); break; }
-done
-[ -n "$PY" ] || skip "no Python 3.11 on PATH for the consumers venv (the nixl wheels are cp311)"
+PY=$(find_py311) || skip "no Python 3.11 on PATH for the consumers venv (the nixl wheels are cp311)"
 
 start=$(date +%s)
 if [ ! -x "$CPY" ] || ! is_py311 "$CPY"; then

@@ -51,3 +51,23 @@ kvbm_env() {
 	cargo fetch --manifest-path "$MANIFEST" >/dev/null 2>"$CACHE/fetch.log" ||
 		skip "$1: cargo fetch for tests/kvbm failed (no crates.io?): $(tail -1 "$CACHE/fetch.log")"
 }
+
+# A venv the ci/ scripts keep outside the clone (ci/consumers.sh, ci/vllm.sh): the nixl wheels
+# are cp311, so the venv's Python must be 3.11.
+is_py311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; }
+
+# The first Python 3.11 of $PYTHON, python3.11, python3 (its path on stdout); nothing when none.
+find_py311() {
+	local c
+	for c in "${PYTHON:-}" python3.11 python3; do
+		[ -n "$c" ] && command -v "$c" >/dev/null && is_py311 "$c" && { command -v "$c"; return 0; }
+	done
+	return 1
+}
+
+# Whole GB free where the path $1 would go (on its nearest existing parent's filesystem).
+free_gb_for() {
+	local parent=$1
+	while [ ! -d "$parent" ]; do parent=$(dirname "$parent"); done
+	df -Pk "$parent" | awk 'NR == 2 { printf "%d", $4 / 1048576 }'
+}

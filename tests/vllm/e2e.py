@@ -1,0 +1,292 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
+"""vLLM's KV cache in DAOS through LMCache and the plugin, found again by the next server process.
+
+Runs tests/vllm/serve.py processes on one model (tests/vllm/model.py) and one prompt set:
+
+- `real`: the plugin as NIXL's OBJ backend on a real DAOS engine (DAOS_POOL and
+  NIXL_DAOS_LIBDAOS from `daos-local.sh env`). Process A serves the stored prompts and exits;
+  process B, started afterwards, serves them again (every chunk must be a hit read back from
+  DAOS), the same prompts extended by new tokens (their stored prefix is a hit, only the tail
+  is computed) and new prompts (recomputed). B's next token must equal A's (a full recompute)
+  and its log-probabilities must agree within LOGPROB_TOL.
+- `sim`: the same on daos-sim, A's and B's prompts in one process (daos-sim lives in memory).
+- `posix`: as `real`, through NIXL's POSIX backend on a tmpfs directory: the reference a user
+  would compare the plugin with.
+- `none`: no KV connector: vLLM's own recompute, for TTFT.
+
+Prints one table (hits, prefill tokens computed, chunks stored and loaded by LMCache's counters
+and by the plugin's own, TTFT p50/p90 hit against recompute) and writes it as JSON (--json).
+Exits 1 when a check fails, naming it.
+
+    python tests/vllm/e2e.py --modes sim,real,posix --prompts 10 --json out.json
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PLUGIN_SO = REPO / "target" / "release" / "libplugin_DAOS.so"
+SIM_SO = REPO / "target" / "release" / "libdaos_sim.so"
+sys.path.insert(0, str(HERE))
+import model  # noqa: E402
+
+CHUNK = 256
+# 8 full chunks and a 52-token tail: the tail is never stored (save_unfull_chunk off), so a hit
+# still computes it, as in the reference system's measurement.
+PROMPT_TOKENS = 8 * CHUNK + 52
+EXTEND_TOKENS = 300
+VOCAB = model.CONFIG["vocab_size"]
+# bf16 KV read back byte for byte, then attention over it as a prefix rather than in one pass:
+# the top token must be the same, and its log-probability within this (natural log units).
+LOGPROB_TOL = 0.05
+
+
+def prompt_set(n_stored: int, n_extended: int, n_new: int, seed: int) -> dict[str, list[dict]]:
+    rng = random.Random(seed)
+    toks = lambda k: [rng.randrange(VOCAB) for _ in range(k)]  # noqa: E731
+    stored = [{"name": f"p{i}", "ids": toks(PROMPT_TOKENS)} for i in range(n_stored)]
+    extended = [{"name": f"e{i}", "ids": stored[i % n_stored]["ids"] + toks(EXTEND_TOKENS)} for i in range(n_extended)]
+    new = [{"name": f"n{i}", "ids": toks(PROMPT_TOKENS)} for i in range(n_new)]
+    return {"a": stored, "b": stored + extended + new}
+
+
+def plugin_dir() -> str:
+    """A directory holding our plugin as libplugin_OBJ.so (LMCache asks NIXL for OBJ)."""
+    d = tempfile.mkdtemp(prefix="nixl-daos-as-obj-")
+    os.symlink(PLUGIN_SO, os.path.join(d, "libplugin_OBJ.so"))
+    return d
+
+
+def run_serve(py: str, env: dict, args: list[str], prompts: list[dict], log: Path, timeout: int) -> dict:
+    with tempfile.TemporaryDirectory() as t:
+        pf, out = Path(t) / "prompts.json", Path(t) / "out.json"
+        pf.write_text(json.dumps(prompts))
+        t0 = time.monotonic()
+        with open(log, "w") as lf:
+            rc = subprocess.run(
+                [py, str(HERE / "serve.py"), "--prompts", str(pf), "--out", str(out), *args],
+                env=env,
+                stdout=lf,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+            ).returncode
+        if rc != 0 or not out.exists():
+            tail = "".join(log.read_text().splitlines(keepends=True)[-40:])
+            raise RuntimeError(f"serve.py {' '.join(args)} failed (rc {rc}); last lines of {log}:\n{tail}")
+        res = json.loads(out.read_text())
+        res["wall_s"] = time.monotonic() - t0
+        return res
+
+
+def read_totals(path: Path, pid: int) -> dict | None:
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        t = json.loads(line)
+        if t.get("pid") == pid:
+            return t
+    return None
+
+
+def pct(xs: list[float], q: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+class Checks:
+    def __init__(self, mode: str):
+        self.mode, self.failed = mode, []
+
+    def expect(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.failed.append(f"{self.mode}: {what}")
+
+
+def summarize(mode: str, a: dict | None, b: dict, totals_a, totals_b, prompts) -> tuple[dict, list[str]]:
+    """Checks B against A (or, in one process, the repeats against the first serving)."""
+    c = Checks(mode)
+    by_name_a = {r["name"]: r for r in (a["results"] if a else [])}
+    b_results = b["results"]
+    if a is None:  # one process: its first len(prompts["a"]) results are A's
+        n = len(prompts["a"])
+        by_name_a = {r["name"]: r for r in b_results[:n]}
+        b_results = b_results[n:]
+    hits, recompute, worst_lp, hit_chunks, computed = [], [], 0.0, 0, 0
+    for r in b_results:
+        kind = r["name"][0]
+        got_hit = r["lmcache"].get("hit_tokens", 0)
+        computed += r["prompt_tokens"] - r["cached_tokens"]
+        if kind == "p":
+            want = 8 * CHUNK
+            c.expect(got_hit == want, f"{r['name']}: LMCache hit {got_hit} tokens, expected all {want} stored")
+            c.expect(
+                r["prompt_tokens"] - r["cached_tokens"] == PROMPT_TOKENS - want,
+                f"{r['name']}: computed {r['prompt_tokens'] - r['cached_tokens']} tokens, expected only the "
+                f"{PROMPT_TOKENS - want}-token tail",
+            )
+            ref = by_name_a[r["name"]]
+            c.expect(
+                r["token"] == ref["token"], f"{r['name']}: next token {r['token']} on a hit, {ref['token']} recomputed"
+            )
+            lp, lp_ref = r["logprobs"].get(str(ref["token"])), ref["logprobs"].get(str(ref["token"]))
+            if lp is not None and lp_ref is not None:
+                worst_lp = max(worst_lp, abs(lp - lp_ref))
+            else:
+                c.expect(False, f"{r['name']}: the recomputed token has no log-probability on the hit")
+            hits.append(r["ttft_s"])
+            hit_chunks += got_hit // CHUNK
+        elif kind == "e":
+            want = 8 * CHUNK
+            c.expect(got_hit == want, f"{r['name']}: LMCache hit {got_hit} tokens of its prefix, expected {want}")
+            hit_chunks += got_hit // CHUNK
+        else:
+            c.expect(got_hit == 0, f"{r['name']}: a new prompt hit {got_hit} tokens")
+            recompute.append(r["ttft_s"])
+    c.expect(worst_lp <= LOGPROB_TOL, f"log-probability of the next token differs by {worst_lp:.4f} > {LOGPROB_TOL}")
+    if a is not None:
+        recompute += [r["ttft_s"] for r in a["results"]]
+    else:
+        recompute += [r["ttft_s"] for r in by_name_a.values()]
+    lm_stored = sum(r["lmcache"].get("stored_tokens", 0) for r in (a["results"] if a else []) + b["results"]) // CHUNK
+    row = {
+        "mode": mode,
+        "hit_prompts": sum(1 for r in b_results if r["name"][0] == "p" and r["lmcache"].get("hit_tokens") == 8 * CHUNK),
+        "stored_prompts": len(prompts["a"]),
+        "prefill_tokens_b": computed,
+        "prompt_tokens_b": sum(r["prompt_tokens"] for r in b_results),
+        "lmcache_chunks_stored": lm_stored,
+        "lmcache_chunks_loaded": hit_chunks,
+        "ttft_hit_p50": pct(hits, 0.5),
+        "ttft_hit_p90": pct(hits, 0.9),
+        "ttft_recompute_p50": pct(recompute, 0.5),
+        "ttft_recompute_p90": pct(recompute, 0.9),
+        "max_logprob_diff": worst_lp,
+        "startup_s": b["startup_s"],
+    }
+    if totals_b is not None or totals_a is not None:
+        wa, ra = (totals_a or {}).get("writes", {}), (totals_a or {}).get("reads", {})
+        wb, rb = (totals_b or {}).get("writes", {}), (totals_b or {}).get("reads", {})
+        row.update(
+            plugin_keys_written=wa.get("keys", 0) + wb.get("keys", 0),
+            plugin_keys_read=rb.get("keys", 0),
+            plugin_read_bytes=rb.get("bytes", 0),
+            # A read of a key that does not exist is a miss, not a failure (LMCache asks first).
+            plugin_failed=sum(d.get("failed", 0) - d.get("missing", 0) for d in (wa, ra, wb, rb)),
+        )
+        # Every chunk LMCache counts as loaded is a key the plugin read from DAOS, and nothing
+        # failed. (Chunk keys LMCache stored but never reads again are not checked here.)
+        read, written = rb.get("keys", 0), row["plugin_keys_written"]
+        c.expect(read >= hit_chunks, f"the plugin read {read} keys; LMCache loaded {hit_chunks} chunks")
+        c.expect(row["plugin_failed"] == 0, f"{row['plugin_failed']} plugin requests failed")
+        c.expect(written >= lm_stored, f"the plugin wrote {written} keys; LMCache stored {lm_stored} chunks")
+    return row, c.failed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--modes", default="sim", help="comma-separated: sim, real, posix, none")
+    ap.add_argument("--prompts", type=int, default=4, help="stored prompts (B also serves as many extended, and new)")
+    ap.add_argument("--python", default=sys.executable, help="the vLLM venv's python (ci/vllm.sh)")
+    ap.add_argument("--overlay", required=True, help="LMCache patched with upstream/lmcache (PYTHONPATH)")
+    ap.add_argument("--json", help="write the table here")
+    ap.add_argument("--logs", default=None, help="directory for the processes' logs")
+    ap.add_argument("--timeout", type=int, default=900, help="per process, seconds")
+    args = ap.parse_args()
+
+    logs = Path(args.logs or tempfile.mkdtemp(prefix="vllm-e2e-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    mdir = str(model.model_dir())
+    n = args.prompts
+    prompts = prompt_set(n, max(1, n // 2), max(1, n // 2), seed=1234)
+    base = dict(
+        os.environ,
+        PYTHONHASHSEED="0",
+        PYTHONPATH=args.overlay + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+        LMCACHE_LOG_LEVEL=os.environ.get("LMCACHE_LOG_LEVEL", "WARNING"),
+        NIXL_PLUGIN_DIR=plugin_dir(),
+    )
+    rows, failures = [], []
+    for mode in args.modes.split(","):
+        env = dict(base)
+        stats = logs / f"{mode}-totals.jsonl"
+        stats.unlink(missing_ok=True)
+        env["NIXL_DAOS_STATS_FILE"] = str(stats)
+        common = ["--model", mdir]
+        if mode == "sim":
+            env.update(NIXL_DAOS_LIBDAOS=str(SIM_SO), DAOS_POOL="sim")
+            env.pop("DAOS_CONT", None)
+            common += ["--storage", "daos", "--bucket", f"vllm-{uuid.uuid4().hex[:8]}"]
+        elif mode == "real":
+            missing = [v for v in ("DAOS_POOL", "NIXL_DAOS_LIBDAOS") if not env.get(v)]
+            if missing:
+                print(f'SKIP real: {" and ".join(missing)} not set (eval "$(daos-local.sh env)")')
+                continue
+            common += ["--storage", "daos", "--bucket", f"vllm-{uuid.uuid4().hex[:8]}"]
+        elif mode == "posix":
+            d = tempfile.mkdtemp(prefix="vllm-posix-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+            common += ["--storage", "posix", "--posix-dir", d]
+        else:
+            common += ["--storage", "none"]
+        t0 = time.monotonic()
+        if mode == "sim":
+            a = None
+            b = run_serve(args.python, env, common, prompts["a"] + prompts["b"], logs / f"{mode}.log", args.timeout)
+            ta, tb = None, read_totals(stats, b["pid"])
+        else:
+            a = run_serve(args.python, env, common, prompts["a"], logs / f"{mode}-a.log", args.timeout)
+            b = run_serve(args.python, env, common, prompts["b"], logs / f"{mode}-b.log", args.timeout)
+            ta, tb = read_totals(stats, a["pid"]), read_totals(stats, b["pid"])
+        if mode == "none":
+            rec = [r["ttft_s"] for r in (a["results"] + b["results"])]
+            row = {"mode": mode, "ttft_recompute_p50": pct(rec, 0.5), "ttft_recompute_p90": pct(rec, 0.9)}
+            fails = []
+        else:
+            if mode != "posix" and (tb is None or (a is not None and ta is None)):
+                failures.append(f"{mode}: the plugin wrote no totals to {stats}")
+            row, fails = summarize(mode, a, b, ta, tb, prompts)
+        row["wall_s"] = time.monotonic() - t0
+        rows.append(row)
+        failures += fails
+        print(json.dumps(row), flush=True)
+
+    print_table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "failures": failures, "logs": str(logs)}, indent=1))
+    for f in failures:
+        print(f"FAILED: {f}")
+    print(f"logs: {logs}")
+    return 1 if failures else 0
+
+
+def print_table(rows: list[dict]) -> None:
+    f = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
+    cols = [
+        ("mode", "mode"),
+        ("hits", lambda r: f"{r.get('hit_prompts', '-')}/{r.get('stored_prompts', '-')}"),
+        ("prefill B", lambda r: f"{r.get('prefill_tokens_b', '-')}/{r.get('prompt_tokens_b', '-')}"),
+        ("LMC stored/loaded", lambda r: f"{r.get('lmcache_chunks_stored', '-')}/{r.get('lmcache_chunks_loaded', '-')}"),
+        ("plugin written/read", lambda r: f"{r.get('plugin_keys_written', '-')}/{r.get('plugin_keys_read', '-')}"),
+        ("TTFT hit p50/p90 s", lambda r: f"{f(r.get('ttft_hit_p50'))}/{f(r.get('ttft_hit_p90'))}"),
+        ("recompute p50/p90 s", lambda r: f"{f(r.get('ttft_recompute_p50'))}/{f(r.get('ttft_recompute_p90'))}"),
+        ("max dlogp", lambda r: f(r.get("max_logprob_diff"))),
+    ]
+    cells = [[name for name, _ in cols]] + [[(g(r) if callable(g) else f(r.get(g))) for _, g in cols] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

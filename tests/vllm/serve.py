@@ -1,0 +1,167 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
+"""One vLLM server process (offline `vllm.LLM`, CPU) with LMCache's KV connector storing into NIXL
+storage: our plugin as NIXL's OBJ backend (`--storage daos`), NIXL's POSIX backend on a directory
+(`--storage posix`, the reference a user would compare with), or no KV connector at all
+(`--storage none`, plain recompute).
+
+It serves the prompts of a JSON file one at a time, as requests on a critical path arrive, and
+writes what each got (wall time to its first token, the token and its top log-probabilities,
+the tokens vLLM says it did not have to compute) and LMCache's counters to --out as JSON. The
+plugin's own totals are appended to $NIXL_DAOS_STATS_FILE by the plugin when the process exits.
+
+The caller (tests/vllm/e2e.py) sets the environment first: NIXL_PLUGIN_DIR holding our plugin as
+libplugin_OBJ.so, DAOS_POOL and NIXL_DAOS_LIBDAOS, and PYTHONHASHSEED (LMCache's chunk keys hash
+tokens, and must agree across processes). The LMCache patch series under upstream/lmcache (its
+CPU connector) must be importable ahead of the installed LMCache (PYTHONPATH).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# vLLM's engine core in this process (not a child): LMCache, NIXL and the plugin live here, so
+# the plugin's totals and LMCache's counters are this process's, and TTFT has no IPC in it.
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+# vLLM's CPU backend otherwise takes most of the machine's memory for its KV cache (20 GiB of
+# 24 here), which leaves a DAOS engine on the same machine (its SCM is tmpfs) short of memory.
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+
+def lmcache_config(args) -> dict:
+    cfg = {
+        "chunk_size": args.chunk,
+        # Off: every hit must come from NIXL storage, not LMCache's own CPU tier (which then
+        # serves only as NIXL's staging pool).
+        "local_cpu": False,
+        "max_local_cpu_size": 1,
+        "save_unfull_chunk": False,
+        "nixl_buffer_device": "cpu",
+        "extra_config": {
+            "enable_nixl_storage": True,
+            "nixl_pool_size": 0,  # dynamic: one NIXL object (DAOS key, file) per chunk
+            "nixl_async_put": args.async_put,
+        },
+    }
+    extra = cfg["extra_config"]
+    if args.storage == "daos":
+        extra["nixl_backend"] = "OBJ"
+        # S3 consumers' parameters: `bucket` becomes the DAOS container (see the README).
+        extra["nixl_backend_params"] = {
+            "bucket": args.bucket,
+            "endpoint_override": "http://unused:9000",
+            "region": "none",
+        }
+    else:
+        extra["nixl_backend"] = "POSIX"
+        extra["nixl_path"] = args.posix_dir
+        extra["nixl_backend_params"] = {}
+    return cfg
+
+
+def make_llm(args):
+    from vllm import LLM
+
+    kw = dict(
+        model=args.model,
+        skip_tokenizer_init=True,
+        enable_prefix_caching=False,  # a repeat must be found in LMCache, not in vLLM's own cache
+        max_model_len=args.max_model_len,
+        max_num_batched_tokens=args.max_model_len,
+        dtype="bfloat16",
+        seed=0,
+    )
+    if args.storage != "none":
+        import yaml
+        from vllm.config import KVTransferConfig
+
+        path = Path(tempfile.mkdtemp(prefix="lmcache-cfg-")) / "lmcache.yaml"
+        path.write_text(yaml.safe_dump(lmcache_config(args)))
+        os.environ["LMCACHE_CONFIG_FILE"] = str(path)
+        kw["kv_transfer_config"] = KVTransferConfig(kv_connector="LMCacheConnectorV1", kv_role="kv_both")
+    return LLM(**kw)
+
+
+def lmcache_counters() -> dict:
+    """LMCache's counters since the last call (its stats monitor), the ones a hit is judged by."""
+    try:
+        from lmcache.observability import LMCStatsMonitor
+    except ImportError:
+        return {}
+    s = LMCStatsMonitor.GetOrCreate().get_stats_and_clear()
+    names = [
+        "interval_retrieve_requests",
+        "interval_store_requests",
+        "interval_requested_tokens",
+        "interval_hit_tokens",
+        "interval_stored_tokens",
+        "interval_lookup_requests",
+        "interval_lookup_tokens",
+        "interval_lookup_hits",
+    ]
+    return {n.removeprefix("interval_"): int(getattr(s, n, 0) or 0) for n in names}
+
+
+def serve(llm, prompt: list[int], top: int) -> dict:
+    from vllm import SamplingParams
+
+    sp = SamplingParams(max_tokens=1, temperature=0.0, logprobs=top, detokenize=False)
+    t0 = time.perf_counter()
+    out = llm.generate([{"prompt_token_ids": prompt}], sp, use_tqdm=False)[0]
+    ttft = time.perf_counter() - t0
+    comp = out.outputs[0]
+    lp = comp.logprobs[0] if comp.logprobs else {}
+    return {
+        "ttft_s": ttft,
+        "token": comp.token_ids[0],
+        "logprobs": {str(t): float(v.logprob) for t, v in lp.items()},
+        "prompt_tokens": len(prompt),
+        "cached_tokens": int(out.num_cached_tokens or 0),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--storage", choices=["daos", "posix", "none"], required=True)
+    ap.add_argument("--bucket", help="--storage daos: the DAOS container")
+    ap.add_argument("--posix-dir", help="--storage posix: the directory of NIXL's POSIX files")
+    ap.add_argument("--prompts", required=True, help="JSON: [{name, ids}], served in order")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--chunk", type=int, default=256)
+    ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--async-put", action="store_true", help="LMCache's nixl_async_put")
+    ap.add_argument("--top", type=int, default=5, help="log-probabilities kept per prompt")
+    ap.add_argument("--warmup", type=int, default=1, help="unrecorded prompts first (first-call JIT)")
+    args = ap.parse_args()
+
+    prompts = json.loads(Path(args.prompts).read_text())
+    t0 = time.perf_counter()
+    llm = make_llm(args)
+    startup = time.perf_counter() - t0
+    # A warm-up prompt of its own tokens (never served again): the first forward pass compiles
+    # kernels, which would otherwise land in the first measured TTFT.
+    for i in range(args.warmup):
+        serve(llm, [(7 * j + 11 * i + 3) % 1000 + 1000 for j in range(300)], args.top)
+    lmcache_counters()  # drops the warm-up's counts
+    results = []
+    for p in prompts:
+        r = serve(llm, p["ids"], args.top)
+        r["name"] = p["name"]
+        r["lmcache"] = lmcache_counters()
+        results.append(r)
+        print(
+            f"{p['name']}: ttft {r['ttft_s']:.3f} s, {r['cached_tokens']}/{r['prompt_tokens']} cached, "
+            f"lmcache hit {r['lmcache'].get('hit_tokens', 0)} stored {r['lmcache'].get('stored_tokens', 0)}",
+            flush=True,
+        )
+    Path(args.out).write_text(json.dumps({"startup_s": startup, "pid": os.getpid(), "results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

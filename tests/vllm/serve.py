@@ -86,6 +86,17 @@ def make_llm(args):
     return LLM(**kw)
 
 
+def require_nixl_storage() -> None:
+    """LMCache keeps serving when its NIXL backend could not be created (it logs the error and
+    stores nothing): refuse to measure such a run."""
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+
+    engines = list(LMCacheEngineBuilder._instances.values())
+    names = [n for e in engines for n in getattr(e.storage_manager, "storage_backends", {})]
+    if not any(n.startswith("Nixl") for n in names):
+        sys.exit(f"LMCache has no NIXL storage backend (backends: {names or 'none'}); see its log above")
+
+
 def lmcache_counters() -> dict:
     """LMCache's counters since the last call (its stats monitor), the ones a hit is judged by."""
     try:
@@ -143,11 +154,13 @@ def main() -> int:
     t0 = time.perf_counter()
     llm = make_llm(args)
     startup = time.perf_counter() - t0
+    if args.storage != "none":
+        require_nixl_storage()
     # A warm-up prompt of its own tokens (never served again): the first forward pass compiles
     # kernels, which would otherwise land in the first measured TTFT.
     for i in range(args.warmup):
         serve(llm, [(7 * j + 11 * i + 3) % 1000 + 1000 for j in range(300)], args.top)
-    lmcache_counters()  # drops the warm-up's counts
+    warmup = lmcache_counters()  # the warm-up's counts, kept apart (its chunk is stored)
     results = []
     for p in prompts:
         r = serve(llm, p["ids"], args.top)
@@ -159,8 +172,33 @@ def main() -> int:
             f"lmcache hit {r['lmcache'].get('hit_tokens', 0)} stored {r['lmcache'].get('stored_tokens', 0)}",
             flush=True,
         )
-    Path(args.out).write_text(json.dumps({"startup_s": startup, "pid": os.getpid(), "results": results}))
+    out = {"startup_s": startup, "pid": os.getpid(), "warmup": warmup, "results": results}
+    Path(args.out).write_text(json.dumps(out))
+    if args.storage != "none":
+        shutdown(llm)
     return 0
+
+
+def shutdown(llm) -> None:
+    """Shuts vLLM's engine and LMCache's down so that the process can exit on its own.
+
+    vLLM 0.32's LMCacheConnectorV1 does not forward the connector's shutdown() to LMCache's
+    adapter (the base class's no-op runs), so LMCache's engine is never destroyed, and its
+    storage manager's non-daemon thread keeps an in-process vLLM alive. (In vLLM's default
+    multiprocess mode the engine-core process is killed instead, with LMCache's puts still in
+    flight in it.) LMCache's own full shutdown (LMCacheManager.stop_services) aborts the
+    process here: closing its ZMQ offload server from this thread trips libzmq's assertion
+    `_term_acks > 0`. So only its last step runs: every LMCache engine is destroyed."""
+    import threading
+
+    from lmcache.v1.cache_engine import LMCacheEngineBuilder
+
+    llm.llm_engine.engine_core.shutdown()
+    for iid in list(LMCacheEngineBuilder._instances):
+        LMCacheEngineBuilder.destroy(iid)
+    left = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if left:
+        print(f"non-daemon threads left after the shutdown: {left}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,10 @@ const CLAIM_TRIES: u64 = 64;
 
 /// How often the pool's space is checked (one pool query RPC per engine each time).
 const CHECK_EVERY: Duration = Duration::from_millis(1000);
+/// Longest wait between checks of an engine with nothing to do (`policy::check_interval`).
+/// Its ledger entry goes stale meanwhile, which the others read as this engine writing nothing
+/// and holding no reclaim credit: what it then is.
+const QUIET_CHECK_MAX: Duration = Duration::from_secs(30);
 
 /// Eviction settings: the backend parameters (`config::Eviction`) and the check interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -298,6 +302,8 @@ struct Worker {
     /// Bytes written over the last reclaim window, sampled at each check from `recorded_bytes`.
     demand: policy::Demand,
     written_before: u64,
+    /// Checks in a row that found nothing to do (see `policy::check_interval`).
+    quiet_checks: u32,
 }
 
 fn bound() -> Bound {
@@ -404,7 +410,11 @@ impl Worker {
     fn check_space(&mut self) {
         let urgent = self.rec.pressure.swap(false, Ordering::AcqRel)
             && self.last_urgent.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
-        let due = self.last_check.is_none_or(|t| t.elapsed() >= self.settings.check_every);
+        if self.rec.counters.recorded_bytes.load(Ordering::Relaxed) != self.written_before {
+            self.quiet_checks = 0; // written to since the last check: back to the base interval
+        }
+        let every = policy::check_interval(self.settings.check_every, self.quiet_checks, QUIET_CHECK_MAX);
+        let due = self.last_check.is_none_or(|t| t.elapsed() >= every);
         if !urgent && !due {
             return;
         }
@@ -434,6 +444,8 @@ impl Worker {
         let all_demand = demand.saturating_add(others.demand);
         let need = policy::to_evict(total, free, all_credit, self.settings.keep_free, all_demand, urgent);
         let goal = policy::share(need, demand, all_demand, others.engines + 1, urgent);
+        let quiet = goal == 0 && demand == 0 && credit == 0 && !urgent;
+        self.quiet_checks = if quiet { self.quiet_checks.saturating_add(1) } else { 0 };
         if goal == 0 {
             self.publish(demand, others.credit);
             return;
@@ -804,6 +816,7 @@ impl Evictor {
             last_urgent: None,
             demand: policy::Demand::default(),
             written_before: 0,
+            quiet_checks: 0,
         };
         let thread = std::thread::Builder::new()
             .name("nixl-daos-evict".into())

@@ -11,6 +11,9 @@
 # go through NIXL's Rust crate against a NIXL built from ../shared/third_party (ci/kvbm.sh, cached
 # per machine, about 11 minutes cold; skipped with one line when it cannot be had), and the
 # top-level meson build compiles the plugin against that NIXL's headers (ci/meson-standalone.sh).
+# vLLM (CPU) serves a small local model with LMCache's connector storing its KV cache through the
+# plugin (ci/vllm-e2e.sh, its venv cached per machine; skipped with one line when it cannot be
+# had): within one process on daos-sim, and across two processes in the real pass.
 # Exits non-zero on any failure. Extra arguments go to pytest (e.g. ci/test.sh -k fold).
 #
 # The real pass holds /tmp/daos-real.lock from the engine's start to its stop (one engine per
@@ -99,6 +102,31 @@ if [ -n "$CPY" ]; then
 	consumers_pass "consumers, daos-sim" || cons_rc=$?
 fi
 
+# vLLM with LMCache's connector through the plugin, on daos-sim in one process: a repeat of a
+# prompt must be a hit of every stored chunk with the recompute's next token. The reduced set
+# here (2 stored prompts); ci/bench.sh runs the full one.
+VLLM_PROMPTS=${NIXL_DAOS_VLLM_PROMPTS:-2}
+vllm_pass() { # $1: what, $2: modes
+	local rc=0
+	bash ci/vllm-e2e.sh --modes "$2" --prompts "$VLLM_PROMPTS" --logs "$ROOT/target/vllm-$2" || rc=$?
+	case $rc in
+	0) say "$1: all checks passed" ;;
+	3) say "$1: SKIPPED (see the line above)"; rc=0 ;;
+	*) say "ERROR: $1: failed (exit $rc; logs in target/vllm-$2)" ;;
+	esac
+	return $rc
+}
+# The LMCache patch series (upstream/lmcache: DAOS as a backend name, the CPU connector vLLM's
+# CPU build needs): each applies to LMCache 0.5.6, its tests pass patched and fail without it,
+# in the consumers venv and against vLLM's CPU kernel in the vLLM venv (about 2.5 minutes).
+say "the LMCache patch series (upstream/lmcache/check.sh)"
+lmc_rc=0
+bash upstream/lmcache/check.sh || lmc_rc=$?
+[ "$lmc_rc" = 0 ] || say "ERROR: upstream/lmcache/check.sh failed (exit $lmc_rc)"
+say "vLLM + LMCache through the plugin on daos-sim (ci/vllm-e2e.sh)"
+vllm_rc=0
+vllm_pass "vLLM, daos-sim" sim || vllm_rc=$?
+
 # Dynamo KVBM's object tier through NIXL's Rust crate (nixl-sys) against a NIXL built from
 # ../shared/third_party (cached per machine; about 11 minutes cold), on daos-sim. Skipped with
 # one line when a prerequisite cannot be had.
@@ -139,6 +167,8 @@ real_pass() (
 		say "pytest tests/consumers against real DAOS (LMCache across processes)"
 		NIXL_DAOS_REAL=1 consumers_pass "consumers, real DAOS" || crc=$?
 	fi
+	say "vLLM + LMCache through the plugin against real DAOS (process B finds what process A stored)"
+	vllm_pass "vLLM, real DAOS" real || crc=1
 	if [ "$kvbm_rc" = 0 ]; then
 		say "Dynamo KVBM through nixl-sys against real DAOS (ci/kvbm.sh; a second process onboards)"
 		bash ci/kvbm.sh || { say "ERROR: ci/kvbm.sh against real DAOS failed"; crc=1; }
@@ -233,6 +263,8 @@ fi
 
 [ "$sim_rc" = 0 ] || die "end-to-end tests against daos-sim failed"
 [ "$cons_rc" = 0 ] || die "consumers tests against daos-sim failed"
+[ "$lmc_rc" = 0 ] || die "the LMCache patch series (upstream/lmcache/check.sh) failed"
+[ "$vllm_rc" = 0 ] || die "vLLM with LMCache through the plugin on daos-sim (ci/vllm-e2e.sh) failed"
 [ "$kvbm_rc" = 0 ] || die "the KVBM tests through nixl-sys (ci/kvbm.sh) failed"
 [ "$meson_rc" = 0 ] || die "the top-level meson build or its tests (ci/meson-standalone.sh) failed"
 [ "$real_rc" = 0 ] || die "end-to-end or consumers tests against real DAOS failed"

@@ -5,7 +5,9 @@
 # PyPI, sha256-pinned, cached in .cache/upstream), one patch at a time on a fresh copy and then
 # all in order. With a consumers venv (ci/consumers.sh; NIXL_DAOS_CONSUMERS_VENV or its default)
 # it also runs the tests each patch adds, against the released package with the patch applied to
-# its Python files, and checks that the same tests fail without the patch; and, when the plugin
+# its Python files, and checks that each test file fails without the patches; with the vLLM venv
+# (NIXL_DAOS_VLLM_VENV or its default) it runs the CPU connector's tests (0003, 0004) there too,
+# against vLLM's own CPU attention kernel; and, when the plugin
 # is built (target/release), that the patched LMCache stores and finds KV chunks through it
 # with `nixl_backend: DAOS` on daos-sim.
 #
@@ -70,18 +72,44 @@ mapfile -t TESTS < <(cat "${PATCHES[@]}" | sed -n 's|^+++ b/\(tests/.*\.py\)$|\1
 # would shadow the package under test).
 mkdir -p "$WORK/run"
 cp -a "$WORK/src/tests" "$WORK/src/examples" "$WORK/run/"
-run_tests() { # $1: the package dir to test, $2: time limit (s)
-	(cd "$WORK/run" && PYTHONPATH="$1" LMCACHE_LOG_LEVEL=WARNING timeout --signal=KILL "$2" "$CPY" -m pytest -q -p no:cacheprovider --noconftest \
-		"${TESTS[@]}")
+run_tests() { # $1: the package dir to test, $2: time limit (s), then the test files
+	local pkg=$1 limit=$2
+	shift 2
+	(cd "$WORK/run" && PYTHONPATH="$pkg" LMCACHE_LOG_LEVEL=WARNING timeout --signal=KILL "$limit" "$CPY" -m pytest -q -p no:cacheprovider --noconftest \
+		"$@")
 }
-run_tests "$WORK/patched" 300 >"$WORK/patched.log" 2>&1 || { tail -40 "$WORK/patched.log"; die "the patches' tests fail with the patches applied"; }
+run_tests "$WORK/patched" 300 "${TESTS[@]}" >"$WORK/patched.log" 2>&1 || { tail -40 "$WORK/patched.log"; die "the patches' tests fail with the patches applied"; }
 say "patched: $(tail -n 1 "$WORK/patched.log")"
-# Unpatched, pytest itself may never exit: the leftover event-loop thread that 0002 stops keeps
-# it alive after the tests ran, hence the short limit.
-if run_tests "$WORK/plain" 60 >"$WORK/plain.log" 2>&1; then
-	die "the patches' tests also pass on the unpatched lmcache $VERSION: they test nothing"
+# Unpatched, each test file must fail on its own (one file's import error would otherwise fail
+# the whole run and hide that another file's tests pass). pytest itself may never exit: the
+# leftover event-loop thread that 0002 stops keeps it alive after the tests ran, hence the short
+# limit.
+for t in "${TESTS[@]}"; do
+	if run_tests "$WORK/plain" 60 "$t" >"$WORK/plain.log" 2>&1; then
+		die "$t also passes on the unpatched lmcache $VERSION: it tests nothing"
+	fi
+	say "unpatched, $t (expected to fail): $(grep -E '[0-9]+ (passed|failed|errors?)( |,|$)' "$WORK/plain.log" | tail -n 1)"
+done
+
+# The CPU connector's packing against vLLM's own CPU attention kernel (cpu_attn_reshape_and_cache)
+# needs vLLM's CPU build; the consumers venv skips that one test. With the vLLM venv
+# (NIXL_DAOS_VLLM_VENV, default ~/.cache/nixl-daos/vllm-venv) the CPU connector's tests run there
+# too, against its installed lmcache with the patched Python files on top, and must skip nothing.
+VLLM_VENV=${NIXL_DAOS_VLLM_VENV:-$HOME/.cache/nixl-daos/vllm-venv}
+VPY="$VLLM_VENV/bin/python"
+if "$VPY" -c 'import importlib.metadata as m, sys, vllm._custom_ops; sys.exit(m.version("lmcache") != sys.argv[1])' "$VERSION" >/dev/null 2>&1; then
+	vsite=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+	mkdir -p "$WORK/vpatched"
+	cp -a "$vsite/lmcache" "$WORK/vpatched/"
+	(cd "$WORK/src" && find lmcache -name '*.py' ! -name _version.py -exec cp --parents {} "$WORK/vpatched/" \;)
+	(cd "$WORK/run" && PYTHONPATH="$WORK/vpatched" LMCACHE_LOG_LEVEL=WARNING timeout --signal=KILL 300 "$VPY" -m pytest -q -p no:cacheprovider \
+		--noconftest -rs tests/v1/test_cpu_connector.py tests/v1/test_cpu_connector_factory.py) >"$WORK/vllm.log" 2>&1 ||
+		{ tail -40 "$WORK/vllm.log"; die "the CPU connector's tests fail in the vLLM venv ($VLLM_VENV)"; }
+	grep -q ' skipped' "$WORK/vllm.log" && { grep SKIPPED "$WORK/vllm.log"; die "the CPU connector's tests skipped some in the vLLM venv"; }
+	say "vLLM venv, CPU connector vs vLLM's CPU kernel: $(tail -n 1 "$WORK/vllm.log")"
+else
+	say "SKIP the CPU connector's tests against vLLM's CPU kernel: no vLLM venv with lmcache $VERSION at $VLLM_VENV"
 fi
-say "unpatched (expected to fail): $(grep -E '(passed|failed)' "$WORK/plain.log" | tail -n 1)"
 
 # The patched LMCache, backend name DAOS, through our plugin (as libplugin_DAOS.so) on daos-sim.
 PLUGIN="$ROOT/target/release/libplugin_DAOS.so" SIM="$ROOT/target/release/libdaos_sim.so"

@@ -16,7 +16,10 @@
 #   4. bench.side_by_side: one table of real DAOS, daos-sim and POSIX;
 #   5. bench.evict_bench: writes into a full pool with eviction against an empty pool, on
 #      daos-sim and on a fresh 2 GiB pool of a local engine;
-#   6. bench.summary: the machine's load during each run and the findings.
+#   6. bench.summary: the machine's load during each run and the findings;
+#   7. (before 6) vLLM on CPU with LMCache's connector through the plugin (ci/vllm-e2e.sh):
+#      TTFT of hits against recompute, daos-sim, a real engine, NIXL POSIX, no connector;
+#      --no-vllm skips it, --vllm-prompts N sets the stored prompts (10).
 # bench/ is a Python package: every step runs as `$VPY -m bench.<module>` from the repository root.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
@@ -42,12 +45,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 strict=0
 real=1
+vllm=1
+vllm_prompts=10
 real_scale=0.1
 args=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--strict) strict=1 ;;
 	--no-real) real=0 ;;
+	--no-vllm) vllm=0 ;;
+	--vllm-prompts) vllm_prompts=$2; shift ;;
 	--real-scale) real_scale=$2; shift ;;
 	*) args+=("$1") ;;
 	esac
@@ -152,6 +159,36 @@ if [ "$real" = 1 ] && [ -x "$local_daos" ] && [ "$(id -u)" = 0 ] && [ -z "${DAOS
 	else
 		failed_if "bench.evict_bench --real" $ev_rc
 	fi
+fi
+
+# 7. vLLM (CPU) with LMCache's connector on the plugin (ci/vllm-e2e.sh, the full prompt set; CI
+# runs 2 prompts): TTFT of a hit against a recompute, on daos-sim in one process, on a real
+# engine across two processes (a fresh local engine, as above), NIXL POSIX on tmpfs across two
+# processes (the reference) and vLLM without a KV connector. --no-vllm skips it; exit 3 from the
+# script (no vLLM venv) is a finding.
+if [ "$vllm" = 1 ]; then
+	vmodes=sim,posix,none
+	say "vLLM + LMCache TTFT (ci/vllm-e2e.sh --prompts $vllm_prompts)"
+	v_rc=0
+	if [ "$real" = 1 ] && [ -n "${DAOS_POOL:-}" ] && [ -n "${NIXL_DAOS_LIBDAOS:-}" ]; then
+		bash ci/vllm-e2e.sh --modes real,$vmodes --prompts "$vllm_prompts" --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
+	elif [ "$real" = 1 ] && [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
+		flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_TARGETS=2 bash -c '
+			D=$1; shift
+			log=$(mktemp)
+			if ! "$D" start >"$log" 2>&1; then tail -20 "$log"; "$D" stop >/dev/null 2>&1; exit 4; fi
+			eval "$("$D" env)"
+			bash ci/vllm-e2e.sh "$@"; rc=$?
+			"$D" stop >/dev/null 2>&1
+			exit $rc' _ "$local_daos" --modes real,$vmodes --prompts "$vllm_prompts" --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
+	else
+		bash ci/vllm-e2e.sh --modes $vmodes --prompts "$vllm_prompts" --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
+	fi
+	case $v_rc in
+	3) findings+=("vLLM + LMCache: skipped, no vLLM venv (see ci/vllm.sh's line above)") ;;
+	4) findings+=("vLLM + LMCache: the real engine did not start (see its log above)") ;;
+	*) failed_if "ci/vllm-e2e.sh" $v_rc ;;
+	esac
 fi
 
 # 6. The machine's load during each run and every finding (not failures), then the verdict.

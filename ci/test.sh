@@ -125,7 +125,7 @@ bash upstream/lmcache/check.sh || lmc_rc=$?
 [ "$lmc_rc" = 0 ] || say "ERROR: upstream/lmcache/check.sh failed (exit $lmc_rc)"
 say "vLLM + LMCache through the plugin on daos-sim (ci/vllm-e2e.sh)"
 vllm_rc=0
-vllm_pass "vLLM, daos-sim" sim || vllm_rc=$?
+vllm_pass "vLLM, daos-sim" sim,sim-zeroed || vllm_rc=$?
 
 # Dynamo KVBM's object tier through NIXL's Rust crate (nixl-sys) against a NIXL built from
 # ../shared/third_party (cached per machine; about 11 minutes cold), on daos-sim. Skipped with

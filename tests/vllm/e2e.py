@@ -9,7 +9,7 @@ Runs tests/vllm/serve.py processes on one model (tests/vllm/model.py) and one pr
   process B, started afterwards, serves them again (every chunk must be a hit read back from
   DAOS), the same prompts extended by new tokens (their stored prefix is a hit, only the tail
   is computed) and new prompts (recomputed). B's next token must equal A's (a full recompute)
-  and its log-probabilities must agree within LOGPROB_TOL.
+  and its top-5 log-probabilities must agree within LOGPROB_TOL + LOGPROB_REL of their size.
 - `sim`: the same on daos-sim, A's and B's prompts in one process (daos-sim lives in memory).
 - `posix`: as `real`, through NIXL's POSIX backend on a tmpfs directory: the reference a user
   would compare the plugin with.
@@ -47,8 +47,12 @@ PROMPT_TOKENS = 8 * CHUNK + 52
 EXTEND_TOKENS = 300
 VOCAB = model.CONFIG["vocab_size"]
 # bf16 KV read back byte for byte, then attention over it as a prefix rather than in one pass:
-# the top token must be the same, and its log-probability within this (natural log units).
+# the top token must be the same, and each top-5 log-probability within LOGPROB_TOL plus
+# LOGPROB_REL of its size (natural log units). bf16 logits of this model are quantized in steps
+# of 0.125 around 8-16: a token at -6.884 recomputed came back at -7.009 on a hit, all others equal.
+# Zeroed KV chunks handed over as hits (the sim-zeroed control) change the top token outright.
 LOGPROB_TOL = 0.05
+LOGPROB_REL = 0.03
 
 
 def prompt_set(n_stored: int, n_extended: int, n_new: int, seed: int) -> dict[str, list[dict]]:
@@ -69,7 +73,8 @@ def plugin_dir() -> str:
 
 def run_serve(py: str, env: dict, args: list[str], prompts: list[dict], log: Path, timeout: int) -> dict:
     with tempfile.TemporaryDirectory() as t:
-        pf, out = Path(t) / "prompts.json", Path(t) / "out.json"
+        pf, out = Path(t) / "prompts.json", log.with_suffix(".json")
+        out.unlink(missing_ok=True)
         pf.write_text(json.dumps(prompts))
         t0 = time.monotonic()
         with open(log, "w") as lf:
@@ -123,38 +128,56 @@ def summarize(mode: str, a: dict | None, b: dict, totals_a, totals_b, prompts) -
         n = len(prompts["a"])
         by_name_a = {r["name"]: r for r in b_results[:n]}
         b_results = b_results[n:]
-    hits, recompute, worst_lp, hit_chunks, computed = [], [], 0.0, 0, 0
+    hits, recompute, worst_lp, hit_chunks, computed, ties = [], [], 0.0, 0, 0, 0
     for r in b_results:
         kind = r["name"][0]
-        got_hit = r["lmcache"].get("hit_tokens", 0)
+        # vLLM's own count of the prompt tokens it did not compute (the connector's hit), not
+        # LMCache's stats monitor: LMCache's stats logger thread clears the same counters every
+        # few seconds, so a request's counts are sometimes lost (seen: 2 prompts of 12 read 0).
+        got_hit = r["cached_tokens"]
         computed += r["prompt_tokens"] - r["cached_tokens"]
         if kind == "p":
             want = 8 * CHUNK
-            c.expect(got_hit == want, f"{r['name']}: LMCache hit {got_hit} tokens, expected all {want} stored")
+            c.expect(got_hit == want, f"{r['name']}: {got_hit} tokens came from the cache, expected all {want} stored")
             c.expect(
                 r["prompt_tokens"] - r["cached_tokens"] == PROMPT_TOKENS - want,
                 f"{r['name']}: computed {r['prompt_tokens'] - r['cached_tokens']} tokens, expected only the "
                 f"{PROMPT_TOKENS - want}-token tail",
             )
             ref = by_name_a[r["name"]]
-            c.expect(
-                r["token"] == ref["token"], f"{r['name']}: next token {r['token']} on a hit, {ref['token']} recomputed"
-            )
-            lp, lp_ref = r["logprobs"].get(str(ref["token"])), ref["logprobs"].get(str(ref["token"]))
-            if lp is not None and lp_ref is not None:
-                worst_lp = max(worst_lp, abs(lp - lp_ref))
-            else:
-                c.expect(False, f"{r['name']}: the recomputed token has no log-probability on the hit")
+            # Every top-k token both report: the same log-probability within LOGPROB_TOL. The
+            # next token must be the recompute's, unless the two are a near-tie on the hit too
+            # (a random-weight model's distribution is nearly flat: its top two tokens can be
+            # 0.01 apart, and attention over a loaded prefix rounds differently in bf16).
+            shared = set(r["logprobs"]) & set(ref["logprobs"])
+            c.expect(str(ref["token"]) in shared, f"{r['name']}: the recomputed token is not in the hit's top tokens")
+            for t in shared:
+                d = abs(r["logprobs"][t] - ref["logprobs"][t])
+                worst_lp = max(worst_lp, d)
+                c.expect(
+                    d <= LOGPROB_TOL + LOGPROB_REL * abs(ref["logprobs"][t]),
+                    f"{r['name']}: token {t}'s log-probability is {r['logprobs'][t]:.4f} on a hit, "
+                    f"{ref['logprobs'][t]:.4f} recomputed",
+                )
+            if r["token"] != ref["token"] and str(ref["token"]) in r["logprobs"]:
+                gap = r["logprobs"].get(str(r["token"]), 0.0) - r["logprobs"][str(ref["token"])]
+                c.expect(
+                    gap <= LOGPROB_TOL,
+                    f"{r['name']}: next token {r['token']} on a hit, {ref['token']} recomputed "
+                    f"({gap:.4f} apart on the hit)",
+                )
+                ties += 1
+            elif r["token"] != ref["token"]:
+                c.expect(False, f"{r['name']}: next token {r['token']} on a hit, {ref['token']} recomputed")
             hits.append(r["ttft_s"])
             hit_chunks += got_hit // CHUNK
         elif kind == "e":
             want = 8 * CHUNK
-            c.expect(got_hit == want, f"{r['name']}: LMCache hit {got_hit} tokens of its prefix, expected {want}")
+            c.expect(got_hit == want, f"{r['name']}: {got_hit} prefix tokens from the cache, expected {want}")
             hit_chunks += got_hit // CHUNK
         else:
-            c.expect(got_hit == 0, f"{r['name']}: a new prompt hit {got_hit} tokens")
+            c.expect(got_hit == 0, f"{r['name']}: a new prompt found {got_hit} tokens in the cache")
             recompute.append(r["ttft_s"])
-    c.expect(worst_lp <= LOGPROB_TOL, f"log-probability of the next token differs by {worst_lp:.4f} > {LOGPROB_TOL}")
     if a is not None:
         recompute += [r["ttft_s"] for r in a["results"]]
     else:
@@ -165,17 +188,19 @@ def summarize(mode: str, a: dict | None, b: dict, totals_a, totals_b, prompts) -
     lm_loaded = sum(c.get("hit_tokens", 0) for c in counts) // CHUNK
     row = {
         "mode": mode,
-        "hit_prompts": sum(1 for r in b_results if r["name"][0] == "p" and r["lmcache"].get("hit_tokens") == 8 * CHUNK),
+        "hit_prompts": sum(1 for r in b_results if r["name"][0] == "p" and r["cached_tokens"] == 8 * CHUNK),
         "stored_prompts": len(prompts["a"]),
         "prefill_tokens_b": computed,
         "prompt_tokens_b": sum(r["prompt_tokens"] for r in b_results),
         "lmcache_chunks_stored": lm_stored,
-        "lmcache_chunks_loaded": hit_chunks,
+        "lmcache_chunks_loaded": lm_loaded,
+        "chunks_hit": hit_chunks,
         "ttft_hit_p50": pct(hits, 0.5),
         "ttft_hit_p90": pct(hits, 0.9),
         "ttft_recompute_p50": pct(recompute, 0.5),
         "ttft_recompute_p90": pct(recompute, 0.9),
         "max_logprob_diff": worst_lp,
+        "near_ties": ties,
         "startup_s": b["startup_s"],
     }
     if totals_b is not None or totals_a is not None:
@@ -188,18 +213,33 @@ def summarize(mode: str, a: dict | None, b: dict, totals_a, totals_b, prompts) -
             # A read of a key that does not exist is a miss, not a failure (LMCache asks first).
             plugin_failed=sum(d.get("failed", 0) - d.get("missing", 0) for d in (wa, ra, wb, rb)),
         )
-        # Every chunk LMCache counts as stored is a key the plugin wrote, every chunk it counts as
-        # loaded a key the plugin read back from DAOS (warm-ups included), and nothing failed.
+        # What the plugin must have moved, from the prompt set alone: a warm-up chunk per
+        # process (B's is the same tokens as A's: a hit; one process stores it once), 8 chunks
+        # per stored prompt, then B reads them back (8 per repeat and per extension), stores the
+        # extensions' one new full chunk and the new prompts' 8. None may fail.
+        n_p = sum(1 for r in b_results if r["name"][0] == "p")
+        n_e = sum(1 for r in b_results if r["name"][0] == "e")
+        n_n = sum(1 for r in b_results if r["name"][0] == "n")
+        want_written = 1 + 8 * len(prompts["a"]) + n_e + 8 * n_n
+        want_read = (0 if a is None else 1) + 8 * (n_p + n_e)
         read, written = ra.get("keys", 0) + rb.get("keys", 0), row["plugin_keys_written"]
-        c.expect(read == lm_loaded, f"the plugin read {read} keys; LMCache loaded {lm_loaded} chunks")
+        c.expect(read == want_read, f"the plugin read {read} keys; the prompts need {want_read}")
+        c.expect(written == want_written, f"the plugin wrote {written} keys; the prompts store {want_written}")
+        c.expect(
+            read == hit_chunks + (0 if a is None else 1), f"the plugin read {read} keys; vLLM got {hit_chunks} chunks"
+        )
         c.expect(row["plugin_failed"] == 0, f"{row['plugin_failed']} plugin requests failed")
-        c.expect(written == lm_stored, f"the plugin wrote {written} keys; LMCache stored {lm_stored} chunks")
     return row, c.failed
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--modes", default="sim", help="comma-separated: sim, real, posix, none")
+    ap.add_argument(
+        "--modes",
+        default="sim",
+        help="comma-separated: sim, real, posix, none, and sim-zeroed (the negative control: every "
+        "loaded chunk zeroed, the checks must fail)",
+    )
     ap.add_argument("--prompts", type=int, default=4, help="stored prompts (B also serves as many extended, and new)")
     ap.add_argument("--python", default=sys.executable, help="the vLLM venv's python (ci/vllm.sh)")
     ap.add_argument("--overlay", required=True, help="LMCache patched with upstream/lmcache (PYTHONPATH)")
@@ -227,10 +267,12 @@ def main() -> int:
         stats.unlink(missing_ok=True)
         env["NIXL_DAOS_STATS_FILE"] = str(stats)
         common = ["--model", mdir]
-        if mode == "sim":
+        if mode in ("sim", "sim-zeroed"):
             env.update(NIXL_DAOS_LIBDAOS=str(SIM_SO), DAOS_POOL="sim")
             env.pop("DAOS_CONT", None)
             common += ["--storage", "daos", "--bucket", f"vllm-{uuid.uuid4().hex[:8]}"]
+            if mode == "sim-zeroed":
+                common.append("--zero-loads")
         elif mode == "real":
             missing = [v for v in ("DAOS_POOL", "NIXL_DAOS_LIBDAOS") if not env.get(v)]
             if missing:
@@ -245,7 +287,7 @@ def main() -> int:
         else:
             common += ["--storage", "none"]
         t0 = time.monotonic()
-        if mode == "sim":
+        if mode.startswith("sim"):
             a = None
             b = run_serve(args.python, env, common, prompts["a"] + prompts["b"], logs / f"{mode}.log", args.timeout)
             ta, tb = None, read_totals(stats, b["pid"])
@@ -261,6 +303,13 @@ def main() -> int:
             if mode != "posix" and (tb is None or (a is not None and ta is None)):
                 failures.append(f"{mode}: the plugin wrote no totals to {stats}")
             row, fails = summarize(mode, a, b, ta, tb, prompts)
+        if mode == "sim-zeroed":
+            # The negative control: zeroed KV handed over as hits must fail the model checks.
+            caught = [f for f in fails if "log-probability" in f or "next token" in f or "top tokens" in f]
+            print(f"negative control (zeroed loads): {len(caught)} check(s) failed, as they must:", flush=True)
+            for f in caught:
+                print(f"  {f}", flush=True)
+            fails = [] if caught else [f"{mode}: zeroed KV chunks passed every check: the checks cannot fail"]
         row["wall_s"] = time.monotonic() - t0
         rows.append(row)
         failures += fails
@@ -281,7 +330,11 @@ def print_table(rows: list[dict]) -> None:
         ("mode", "mode"),
         ("hits", lambda r: f"{r.get('hit_prompts', '-')}/{r.get('stored_prompts', '-')}"),
         ("prefill B", lambda r: f"{r.get('prefill_tokens_b', '-')}/{r.get('prompt_tokens_b', '-')}"),
-        ("LMC stored/loaded", lambda r: f"{r.get('lmcache_chunks_stored', '-')}/{r.get('lmcache_chunks_loaded', '-')}"),
+        ("chunks hit", lambda r: f"{r.get('chunks_hit', '-')}"),
+        (
+            "LMC stats stored/loaded",
+            lambda r: f"{r.get('lmcache_chunks_stored', '-')}/{r.get('lmcache_chunks_loaded', '-')}",
+        ),
         ("plugin written/read", lambda r: f"{r.get('plugin_keys_written', '-')}/{r.get('plugin_keys_read', '-')}"),
         ("TTFT hit p50/p90 s", lambda r: f"{f(r.get('ttft_hit_p50'))}/{f(r.get('ttft_hit_p90'))}"),
         ("recompute p50/p90 s", lambda r: f"{f(r.get('ttft_recompute_p50'))}/{f(r.get('ttft_recompute_p90'))}"),

@@ -86,6 +86,20 @@ def make_llm(args):
     return LLM(**kw)
 
 
+def zero_loaded_chunks() -> None:
+    """The negative control: wrong KV bytes handed to vLLM as a hit, which the checks of
+    tests/vllm/e2e.py must catch (the next token and its log-probabilities then differ)."""
+    from lmcache.v1.gpu_connector.cpu_connectors import VLLMPagedMemCPUConnector
+
+    original = VLLMPagedMemCPUConnector.to_gpu
+
+    def to_gpu(self, memory_obj, start, end, **kwargs):
+        memory_obj.tensor.zero_()
+        return original(self, memory_obj, start, end, **kwargs)
+
+    VLLMPagedMemCPUConnector.to_gpu = to_gpu
+
+
 def require_nixl_storage() -> None:
     """LMCache keeps serving when its NIXL backend could not be created (it logs the error and
     stores nothing): refuse to measure such a run."""
@@ -148,6 +162,11 @@ def main() -> int:
     ap.add_argument("--async-put", action="store_true", help="LMCache's nixl_async_put")
     ap.add_argument("--top", type=int, default=5, help="log-probabilities kept per prompt")
     ap.add_argument("--warmup", type=int, default=1, help="unrecorded prompts first (first-call JIT)")
+    ap.add_argument(
+        "--zero-loads",
+        action="store_true",
+        help="negative control: every KV chunk LMCache loads is zeroed before vLLM sees it (the checks must then fail)",
+    )
     args = ap.parse_args()
 
     prompts = json.loads(Path(args.prompts).read_text())
@@ -156,6 +175,10 @@ def main() -> int:
     startup = time.perf_counter() - t0
     if args.storage != "none":
         require_nixl_storage()
+    if args.zero_loads:
+        # After vLLM's start: importing LMCache's connector module before it breaks vLLM's
+        # kernel registration on CPU (vllm/triton_utils/dispatcher.py).
+        zero_loaded_chunks()
     # A warm-up prompt of its own tokens (never served again): the first forward pass compiles
     # kernels, which would otherwise land in the first measured TTFT.
     for i in range(args.warmup):

@@ -53,7 +53,8 @@ def render(res: dict) -> str:
             f"  agent started 3 s after the kill: {e.get('create')} in {f(e.get('create_s'))} s; reads {e.get('reads')}"
         )
         if "refused_first" in j:
-            lines.append(f"  agent started once the pool map excluded it, first try: {j['refused_first']}")
+            refused = j.get("refused", [j["refused_first"]])
+            lines.append(f"  agent started once the pool map excluded it, refused tries: {refused}")
         lines.append(
             f"  agent started once the pool map excluded it ({f(j.get('t_excluded_join'))} s): {j.get('create')} in "
             f"{f(j.get('create_s'))} s; reads {j.get('reads')}"

@@ -81,8 +81,8 @@ def test_one_engine_dies_and_comes_back():
         f"an agent started before DAOS excluded the engine did not end create_backend by its deadline: {early}"
     )
     assert all(r[0] != "WRONG" for r in early.get("reads", [])), f"wrong bytes in the early agent: {early}"
-    first = j.get("refused_first")
-    assert first is None or first["create_s"] <= LONGEST_S + SLACK_S, f"a refused create_backend overran: {j}"
+    for refused in j.get("refused", []):
+        assert refused["create_s"] <= LONGEST_S + SLACK_S, f"a refused create_backend overran: {j}"
     assert j.get("create") == "created", f"a new agent could not join the degraded pool: {j}"
     assert j["create_s"] <= LONGEST_S + SLACK_S, f"create_backend on the degraded pool took {j['create_s']:.1f} s"
     assert j["reads"] and all(r[0] == "ok" for r in j["reads"]), f"the new agent's reads: {j['reads']}"

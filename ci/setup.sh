@@ -27,15 +27,7 @@ command -v valgrind >/dev/null || pkgs+=(valgrind) # tests/e2e/test_valgrind.py
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup) first"
 
 # --- 2. Python venv ----------------------------------------------------------------------------
-# The wheel is cp311: the venv must run CPython 3.11.
-is_py311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; }
-find_py311() {
-	local c
-	for c in "${PYTHON:-}" python3.11 python3; do
-		[ -n "$c" ] && command -v "$c" >/dev/null && is_py311 "$c" && { command -v "$c"; return 0; }
-	done
-	return 1
-}
+# The wheel is cp311: the venv must run CPython 3.11 (is_py311, find_py311: ci/lib.sh).
 
 if [ -x "$VENV/bin/python" ] && ! is_py311 "$VENV/bin/python"; then
 	say "$VENV does not run Python 3.11; recreating it"

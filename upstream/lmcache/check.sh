@@ -16,23 +16,13 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-VERSION=0.5.6
-SDIST=lmcache-$VERSION.tar.gz
-SHA256=d6951e60ce8818a76aa42d0866a4ba85f1c95cd919355fff30ff24dcc3243f1e
-URL=https://files.pythonhosted.org/packages/84/25/3ccd46844c94e08897aa8d72716a538c07e4583410d84dbc6cd12cb60dc1/$SDIST
-CACHE="$ROOT/.cache/upstream"
+source "$HERE/sdist.sh"
 VENV=${NIXL_DAOS_CONSUMERS_VENV:-$HOME/.cache/nixl-daos/consumers-venv}
 
 say() { printf '== lmcache/check.sh: %s\n' "$*"; }
 die() { printf '== lmcache/check.sh: ERROR: %s\n' "$*" >&2; exit 1; }
 
-mkdir -p "$CACHE"
-if ! echo "$SHA256  $CACHE/$SDIST" | sha256sum -c --status 2>/dev/null; then
-	say "downloading $SDIST"
-	curl -sSfL -o "$CACHE/$SDIST.part" "$URL" || die "could not download $URL"
-	echo "$SHA256  $CACHE/$SDIST.part" | sha256sum -c --status || die "$SDIST: sha256 differs from $SHA256"
-	mv "$CACHE/$SDIST.part" "$CACHE/$SDIST"
-fi
+fetch_sdist
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -61,10 +51,9 @@ fi
 # The installed package has the compiled extensions the sdist lacks; its Python files are the
 # sdist's. Overlay: a copy of the installed package with the patched Python files on top.
 site=$("$CPY" -c 'import lmcache, os; print(os.path.dirname(os.path.dirname(lmcache.__file__)))')
-mkdir -p "$WORK/plain" "$WORK/patched"
+mkdir -p "$WORK/plain"
 cp -a "$site/lmcache" "$WORK/plain/"
-cp -a "$site/lmcache" "$WORK/patched/"
-(cd "$WORK/src" && find lmcache -name '*.py' ! -name _version.py -exec cp --parents {} "$WORK/patched/" \;)
+overlay_into "$site" "$WORK/src" "$WORK/patched"
 
 mapfile -t TESTS < <(cat "${PATCHES[@]}" | sed -n 's|^+++ b/\(tests/.*\.py\)$|\1|p' | sort -u)
 [ ${#TESTS[@]} -gt 0 ] || die "the patches add no tests"
@@ -99,9 +88,7 @@ VLLM_VENV=${NIXL_DAOS_VLLM_VENV:-$HOME/.cache/nixl-daos/vllm-venv}
 VPY="$VLLM_VENV/bin/python"
 if "$VPY" -c 'import importlib.metadata as m, sys, vllm._custom_ops; sys.exit(m.version("lmcache") != sys.argv[1])' "$VERSION" >/dev/null 2>&1; then
 	vsite=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-	mkdir -p "$WORK/vpatched"
-	cp -a "$vsite/lmcache" "$WORK/vpatched/"
-	(cd "$WORK/src" && find lmcache -name '*.py' ! -name _version.py -exec cp --parents {} "$WORK/vpatched/" \;)
+	overlay_into "$vsite" "$WORK/src" "$WORK/vpatched"
 	(cd "$WORK/run" && PYTHONPATH="$WORK/vpatched" LMCACHE_LOG_LEVEL=WARNING timeout --signal=KILL 300 "$VPY" -m pytest -q -p no:cacheprovider \
 		--noconftest -rs tests/v1/test_cpu_connector.py tests/v1/test_cpu_connector_factory.py) >"$WORK/vllm.log" 2>&1 ||
 		{ tail -40 "$WORK/vllm.log"; die "the CPU connector's tests fail in the vLLM venv ($VLLM_VENV)"; }

@@ -16,11 +16,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CPY=${1:?usage: overlay.sh PYTHON OUT_DIR}
 OUT=${2:?usage: overlay.sh PYTHON OUT_DIR}
-VERSION=0.5.6
-SDIST=lmcache-$VERSION.tar.gz
-SHA256=d6951e60ce8818a76aa42d0866a4ba85f1c95cd919355fff30ff24dcc3243f1e
-URL=https://files.pythonhosted.org/packages/84/25/3ccd46844c94e08897aa8d72716a538c07e4583410d84dbc6cd12cb60dc1/$SDIST
-CACHE="$ROOT/.cache/upstream"
+source "$HERE/sdist.sh"
 
 die() { printf '== lmcache/overlay.sh: ERROR: %s\n' "$*" >&2; exit 1; }
 
@@ -34,12 +30,7 @@ if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ]; then
 	exit 0
 fi
 
-mkdir -p "$CACHE"
-if ! echo "$SHA256  $CACHE/$SDIST" | sha256sum -c --status 2>/dev/null; then
-	curl -sSfL -o "$CACHE/$SDIST.part" "$URL" || die "could not download $URL"
-	echo "$SHA256  $CACHE/$SDIST.part" | sha256sum -c --status || die "$SDIST: sha256 differs from $SHA256"
-	mv "$CACHE/$SDIST.part" "$CACHE/$SDIST"
-fi
+fetch_sdist
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir "$WORK/src"
@@ -48,9 +39,7 @@ for p in "$HERE"/*.patch; do
 	patch -d "$WORK/src" -p1 --quiet --forward --batch <"$p" >/dev/null || die "${p##*/} does not apply to lmcache $VERSION"
 done
 rm -rf "$OUT.tmp"
-mkdir -p "$OUT.tmp"
-cp -a "$site/lmcache" "$OUT.tmp/"
-(cd "$WORK/src" && find lmcache -name '*.py' ! -name _version.py -exec cp --parents {} "$OUT.tmp/" \;)
+overlay_into "$site" "$WORK/src" "$OUT.tmp"
 echo "$stamp" >"$OUT.tmp/.stamp"
 rm -rf "$OUT"
 mv "$OUT.tmp" "$OUT"

@@ -20,6 +20,7 @@ use crate::evict::{self, Evictor, Posting, WriteIds};
 use crate::key::ObjectKey;
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
+use crate::registry::Registry;
 use crate::totals;
 use crate::watch::MapWatch;
 
@@ -167,11 +168,7 @@ impl XferOp {
     }
 }
 
-/// One OBJ registration: the key, copied.
-#[derive(Debug)]
-pub struct Registration {
-    pub key: ObjectKey,
-}
+pub use crate::registry::Registration;
 
 /// A NIXL descriptor as the engine sees it.
 #[derive(Clone, Copy, Debug)]
@@ -229,6 +226,8 @@ pub struct Engine {
     budget: Arc<Budget>,
     /// Staging buffers of staged reads (`stage_reads`), reused.
     bounce: Arc<BouncePool>,
+    /// Live OBJ registrations by devId, to refuse ambiguous ones.
+    registry: Registry,
     /// Refreshes the pool map once requests time out (stopped after the lanes).
     watch: Option<MapWatch>,
     poke: Arc<dyn Fn() + Send + Sync>,
@@ -340,6 +339,7 @@ impl Engine {
             lanes,
             budget,
             bounce: BouncePool::new(),
+            registry: Registry::default(),
             watch: Some(watch),
             poke,
             handles,
@@ -348,10 +348,23 @@ impl Engine {
         })
     }
 
-    pub fn register(&self, mem: MemType, dev_id: u64, meta: &[u8]) -> Result<Option<Box<Registration>>> {
+    /// registerMem: DRAM needs nothing; an OBJ registration copies its key (`metaInfo`, or the
+    /// devId) and is refused when it would make NIXL's routing by devId ambiguous
+    /// (`crate::registry`). `addr` and `len` are the registered offsets inside the key.
+    pub fn register(
+        &self,
+        mem: MemType,
+        dev_id: u64,
+        addr: u64,
+        len: u64,
+        meta: &[u8],
+    ) -> Result<Option<Box<Registration>>> {
         match mem {
             MemType::Dram => Ok(None),
-            MemType::Obj => Ok(Some(Box::new(Registration { key: ObjectKey::from_registration(meta, dev_id) }))),
+            MemType::Obj => {
+                let key = ObjectKey::from_registration(meta, dev_id);
+                Ok(Some(Box::new(self.registry.register(dev_id, addr, len, key)?)))
+            }
             MemType::Vram => Err(Error::NotSupported(
                 "the DAOS backend does not register VRAM: register DRAM buffers (stage GPU memory through host memory)".into(),
             )),

@@ -210,8 +210,8 @@ pub unsafe extern "C" fn nd_engine_destroy(engine: *mut Engine) {
 pub unsafe extern "C" fn nd_register(
     engine: *mut Engine,
     mem_type: i32,
-    _addr: u64,
-    _len: u64,
+    addr: u64,
+    len: u64,
     dev_id: u64,
     meta: NdStr,
     out: *mut *mut Registration,
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn nd_register(
             return fail("registerMem", Error::InvalidArg(format!("unknown memory type {mem_type}")));
         };
         // SAFETY: `meta` is NULL or `meta.len` bytes valid for this call (module contract).
-        match engine.register(mem, dev_id, unsafe { bytes(&meta) }) {
+        match engine.register(mem, dev_id, addr, len, unsafe { bytes(&meta) }) {
             Ok(Some(reg)) => {
                 // SAFETY: `out` is non-null (checked above).
                 unsafe { *out = Box::into_raw(reg) };
@@ -243,7 +243,8 @@ pub unsafe extern "C" fn nd_register(
 pub unsafe extern "C" fn nd_deregister(_engine: *mut Engine, md: *mut Registration) -> i32 {
     guard("deregisterMem", || {
         if !md.is_null() {
-            // In-flight requests hold their own copy of the key.
+            // In-flight requests hold their own copy of the key; dropping it leaves the engine's
+            // registry without touching the engine (see crate::registry).
             // SAFETY: a non-null md came from nd_register and NIXL deregisters it once.
             drop(unsafe { Box::from_raw(md) });
         }

@@ -31,5 +31,6 @@ mod log;
 #[cfg(any(nd_shim, test))]
 mod nixl_version;
 mod planner;
+mod registry;
 mod totals;
 mod watch;

@@ -75,8 +75,12 @@ fn engine(container: &str, extra: &[(&str, &str)]) -> Engine {
     Engine::create(Config::from_params(&params).unwrap()).unwrap()
 }
 
+/// Registers `key` over the whole object range, on a devId of its own (the engine refuses
+/// another key on a live devId's overlapping range: crate::registry).
 fn reg(e: &Engine, key: &str) -> Box<Registration> {
-    e.register(MemType::Obj, 0, key.as_bytes()).unwrap().unwrap()
+    static DEV_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let dev = DEV_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    e.register(MemType::Obj, dev, 0, u64::MAX >> 1, key.as_bytes()).unwrap().unwrap()
 }
 
 /// A write of (buffer, object offset, key) parts.
@@ -337,8 +341,8 @@ fn bad_requests_are_refused_at_prep() {
     assert_eq!(err.status(), Status::NotSupported);
     let unregistered = [Desc { addr: 0, len: 16, dev_id: 3, reg: None }];
     assert!(e.prep(XferOp::Write, MemType::Dram, &l, MemType::Obj, &unregistered).is_err());
-    assert_eq!(e.register(MemType::Vram, 0, b"").unwrap_err().status(), Status::NotSupported);
-    assert!(e.register(MemType::Dram, 0, b"").unwrap().is_none());
+    assert_eq!(e.register(MemType::Vram, 0, 0, 0, b"").unwrap_err().status(), Status::NotSupported);
+    assert!(e.register(MemType::Dram, 0, 0, 0, b"").unwrap().is_none());
 }
 
 #[test]

@@ -243,3 +243,38 @@ def test_max_inflight_is_engine_wide(make_agent, sim):
         agent.release(h)
     assert states == ["DONE"] * len(handles)
     assert peak == 1, f"{peak} RPCs in flight with max_inflight=1"
+
+
+def test_another_key_on_a_live_devid_is_refused_not_misrouted(agent):
+    # NIXL's agent routes a transfer descriptor to a registration with its devId whose range
+    # covers it, whichever it finds first; it accepts two such registrations with different keys
+    # (measured: a WRITE meant for the second landed in the first, reported success). LMCache
+    # before its fix numbered every batch's devIds from 0, so a background PUT and a GET
+    # overlapped this way. The plugin refuses the second registration instead.
+    size = 4096
+    dev = daoskit.unique_dev_id()
+    key_a, key_b = unique_key("devid-a"), unique_key("devid-b")
+    data_a = pattern(size, 41)
+    agent.put(key_a, data_a, dev_id=dev)
+    with pytest.raises(nixl_errors()):
+        agent.agent.register_memory([(0, size, dev, key_b)], "OBJ", backends=[daoskit.BACKEND])
+    # An overlapping range is refused too, a disjoint one is allowed (the agent tells those apart),
+    # and the same key may be registered again on its devId.
+    with pytest.raises(nixl_errors()):
+        agent.agent.register_memory([(size - 1, 2, dev, key_b)], "OBJ", backends=[daoskit.BACKEND])
+    beside = agent.agent.register_memory([(size, size, dev, key_b)], "OBJ", backends=[daoskit.BACKEND])
+    again = agent.agent.register_memory([(0, size // 2, dev, key_a)], "OBJ", backends=[daoskit.BACKEND])
+    # ...but not across key B's range.
+    with pytest.raises(nixl_errors()):
+        agent.agent.register_memory([(0, 2 * size, dev, key_a)], "OBJ", backends=[daoskit.BACKEND])
+    agent.agent.deregister_memory(beside, backends=[daoskit.BACKEND])
+    agent.agent.deregister_memory(again, backends=[daoskit.BACKEND])
+    # The refusals left key A's registration and bytes alone.
+    assert_same(agent.get(dev, size), data_a, "key A through its devId")
+
+    # Once key A's registration is gone, key B may take the devId, and its transfers go to B.
+    agent.dereg_obj(dev)
+    data_b = pattern(size, 42)
+    agent.put(key_b, data_b, dev_id=dev)
+    assert_same(agent.get(dev, size), data_b, "key B through the reused devId")
+    assert_same(agent.get(agent.reg_obj(key_a, size), size), data_a, "key A, untouched")

@@ -23,12 +23,25 @@ pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
 /// Payload of one RPC under `fold=auto`, chosen from measurements on a real DAOS engine
 /// (README, "Folding"; bench/fold_policy.py).
 pub const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
+/// RPCs a request is spread over when the engine is idle (`spread_rpcs`), and the smallest
+/// piece (`spread_min_bytes`). Off by default: on the real engine here, at one request at a
+/// time, RPCs of one key cut smaller were not faster (README, "Folding"; bench/fold_policy.py).
+pub const DEFAULT_SPREAD_RPCS: usize = 0;
+pub const DEFAULT_SPREAD_MIN_BYTES: u64 = 1 << 20;
 /// Share of the pool eviction keeps free, in percent (README, "When the pool fills up").
 pub const DEFAULT_EVICT_KEEP_FREE_PCT: u64 = 10;
 /// How long bytes the plugin punched count as free, in ms: DAOS gives them back when it
 /// aggregates, all at once, 27-31 s after the punch on a DAOS 2.8 engine here, and
 /// `daos_pool_query` shows it up to 2 s later (bench/RECLAIM_FINDINGS.md); 40 s covers both.
 pub const DEFAULT_EVICT_RECLAIM_MS: u64 = 40_000;
+
+/// Spreading a request over more RPCs when the engine is idle (`spread_rpcs`,
+/// `spread_min_bytes`; under `fold=auto` only): see `planner::spread`. `rpcs` 0 is off.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub rpcs: usize,
+    pub min_bytes: u64,
+}
 
 /// Eviction (`evict`, `evict_keep_free`, `evict_reclaim_ms`): see `crate::evict`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,6 +64,7 @@ pub struct Config {
     pub oclass: Option<String>,
     /// How descriptors become RPCs (`fold` and `rpc_target_bytes`).
     pub fold: FoldPolicy,
+    pub spread: Spread,
     pub num_queues: usize,
     pub max_inflight: usize,
     pub timeout_ms: u64,
@@ -122,6 +136,16 @@ pub const PARAMS: &[Param] = &[
         name: "rpc_target_bytes",
         default: |_| DEFAULT_RPC_TARGET_BYTES.to_string(),
         description: "payload of one DAOS RPC under fold=auto, in bytes",
+    },
+    Param {
+        name: "spread_rpcs",
+        default: |_| DEFAULT_SPREAD_RPCS.to_string(),
+        description: "under fold=auto, when fewer DAOS RPCs than this are in flight, a request's large keys are cut into about this many RPCs in all (0: off)",
+    },
+    Param {
+        name: "spread_min_bytes",
+        default: |_| DEFAULT_SPREAD_MIN_BYTES.to_string(),
+        description: "smallest RPC payload spreading cuts a key into, in bytes",
     },
     Param {
         name: "num_queues",
@@ -329,6 +353,10 @@ impl Config {
             },
             oclass,
             fold: parse_fold(&get("fold"), parse_int("rpc_target_bytes", &get("rpc_target_bytes"), 4096, 1 << 30)?)?,
+            spread: Spread {
+                rpcs: parse_int("spread_rpcs", &get("spread_rpcs"), 0, 1024)? as usize,
+                min_bytes: parse_int("spread_min_bytes", &get("spread_min_bytes"), 4096, 1 << 30)?,
+            },
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
             max_inflight: parse_int("max_inflight", &get("max_inflight"), 1, 1 << 20)? as usize,
             timeout_ms: parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?,

@@ -188,6 +188,10 @@ pub struct Request {
 
 struct RequestState {
     folds: Vec<Fold>,
+    /// The plan spread over more RPCs for an idle engine (`planner::spread`), made at the
+    /// first posting that finds the engine idle: None until then; Some(None) when the plan
+    /// has nothing to spread.
+    spread: Option<Option<Vec<Fold>>>,
     /// Distinct keys and bytes of the plan, for the process totals (`crate::totals`).
     keys: usize,
     bytes: u64,
@@ -328,7 +332,7 @@ impl Engine {
         )?;
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
-            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, read_timeout_ms = cfg.read_timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
+            spread = ?cfg.spread, queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, read_timeout_ms = cfg.read_timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
             groups = oid.groups(), evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
         );
         let handles = Some(Handles { obj, _index: index, oid, _cont: cont, _pool: pool, _init: init });
@@ -413,7 +417,10 @@ impl Engine {
         let folds = planner::plan(&pairs, self.cfg.fold)?;
         let keys = folds.iter().map(|f| &f.key).collect::<std::collections::HashSet<_>>().len();
         let bytes = pairs.iter().map(|p| p.len).sum();
-        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, keys, bytes, current: None }) }))
+        Ok(Box::new(Request {
+            op,
+            state: Mutex::new(RequestState { folds, spread: None, keys, bytes, current: None }),
+        }))
     }
 
     /// Launches a posting of `req`. The request's lock is held until every fold is handed to
@@ -437,14 +444,31 @@ impl Engine {
             XferOp::Read => (self.cfg.read_timeout_ms, self.cfg.read_timeout_ms),
             XferOp::Write => (self.cfg.timeout_ms, 0),
         };
+        // An idle engine gets the plan spread over more RPCs (issue 18: a request alone runs
+        // faster as several overlapping RPCs than as a few large ones); a loaded one gets the
+        // folded plan, whose fewer RPCs then win. Idle: what is in flight or waiting, plus this
+        // plan, would not fill `spread_rpcs`.
+        let spread_rpcs = match self.cfg.fold {
+            planner::FoldPolicy::Sized { .. } => self.cfg.spread.rpcs,
+            _ => 0, // fold=true/false: the caller chose the RPCs
+        };
+        let idle = spread_rpcs > 0 && self.lanes.load() + st.folds.len() < spread_rpcs;
+        if idle && st.spread.is_none() {
+            st.spread = Some(planner::spread(&st.folds, spread_rpcs, self.cfg.spread.min_bytes));
+        }
+        let st = &mut *st;
+        let folds: &[Fold] = match (&st.spread, idle) {
+            (Some(Some(spread)), true) => spread,
+            _ => &st.folds,
+        };
         let attempt = Arc::new(Attempt::new(
-            st.folds.len(),
+            folds.len(),
             Duration::from_millis(timeout),
             Duration::from_millis(hold),
             Some(self.budget.clone()),
         ));
         st.current = Some(attempt.clone());
-        if st.folds.is_empty() {
+        if folds.is_empty() {
             return Ok(Status::Success);
         }
         let kind = match req.op {
@@ -457,12 +481,10 @@ impl Engine {
         // eviction once none of its folds of this posting can still land (`Posting`).
         let gen = (kind == IoKind::Update).then(|| self.ids.next());
         let posting = match (gen, &self.evictor) {
-            (Some(id), Some(e)) => {
-                Some(Arc::new(Posting::new(e.recorder.clone(), id, st.folds.iter().map(|f| &f.key))))
-            }
+            (Some(id), Some(e)) => Some(Arc::new(Posting::new(e.recorder.clone(), id, folds.iter().map(|f| &f.key)))),
             _ => None,
         };
-        for f in &st.folds {
+        for f in folds {
             let op = Op::new(
                 kind,
                 &f.key,

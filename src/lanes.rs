@@ -829,6 +829,12 @@ impl Lanes {
         }
     }
 
+    /// How busy the engine is, for the spreading decision: operations inside DAOS plus those
+    /// queued behind the engine-wide budget.
+    pub fn load(&self) -> usize {
+        self.inflight() + self.shared.waiting_len.load(Ordering::SeqCst)
+    }
+
     /// Operations inside DAOS (transfer RPCs, also those of requests that timed out, and
     /// punches), plus abandoned size queries not yet reaped.
     pub fn inflight(&self) -> usize {

@@ -307,6 +307,60 @@ pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
     Ok(folds)
 }
 
+/// A plan with more RPCs, for an engine that would otherwise sit idle (one request alone: a KV
+/// fetch on a request's critical path). Folds of at least twice `min_piece` bytes are cut into
+/// about equal pieces of at least `min_piece`, so that the request has about `want` RPCs in
+/// all (each fold's share rounded to whole pieces): on an idle engine the few large RPCs of a folded plan run one after another, while
+/// several smaller ones overlap (the client's bulk setup, the wire, the engine's processing).
+/// Under load the folded plan wins, so the engine asks for this only when little is in flight.
+///
+/// A piece is a contiguous run of its fold's extents in offset order, with an extent cut where
+/// a piece ends: it holds no more extents than its fold, and each spans no more checksum chunks
+/// than the extent it came from, so a piece fits DAOS's RPC body whenever its fold did; pieces
+/// of a fold never overlap, and each keeps its extents in offset order. None when the plan has
+/// `want` RPCs already or no fold is large enough to cut.
+pub fn spread(folds: &[Fold], want: usize, min_piece: u64) -> Option<Vec<Fold>> {
+    if folds.len() >= want || min_piece == 0 {
+        return None;
+    }
+    let bytes = |f: &Fold| f.extents.iter().map(|e| e.len).sum::<u64>();
+    let total: u64 = folds.iter().map(bytes).sum();
+    let piece = (total / want as u64).max(min_piece);
+    let mut out = Vec::with_capacity(want);
+    let mut cut = false;
+    for f in folds {
+        let b = bytes(f);
+        // About b / piece pieces (rounded), none smaller than min_piece.
+        let n = (b + piece / 2) / piece;
+        let n = n.min(b / min_piece);
+        if n < 2 {
+            out.push(f.clone());
+            continue;
+        }
+        cut = true;
+        let size = b.div_ceil(n).next_multiple_of(4096).min(b);
+        let mut current = Fold { key: f.key.clone(), extents: Vec::new() };
+        let mut filled = 0;
+        for e in &f.extents {
+            let mut done = 0;
+            while done < e.len {
+                let n = (e.len - done).min(size - filled);
+                current.extents.push(Extent { offset: e.offset + done, len: n, addr: e.addr + done });
+                done += n;
+                filled += n;
+                if filled == size {
+                    out.push(std::mem::replace(&mut current, Fold { key: f.key.clone(), extents: Vec::new() }));
+                    filled = 0;
+                }
+            }
+        }
+        if !current.extents.is_empty() {
+            out.push(current);
+        }
+    }
+    cut.then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,6 +557,37 @@ mod tests {
         assert!(e.to_string().contains("offset"), "{e}");
     }
 
+    #[test]
+    fn spread_cuts_large_folds_into_about_equal_pieces() {
+        // One 40 MiB key of 1 MiB layers, folded into 5 RPCs of 8 MiB: for 8 RPCs (of 5 MiB), each
+        // fold becomes two of 4 MiB.
+        let folds = plan(&kv(1, 40, MIB), sized(8 * MIB)).unwrap();
+        assert_eq!(folds.len(), 5);
+        let s = spread(&folds, 8, MIB).unwrap();
+        assert_eq!(s.iter().map(|f| f.bytes()).collect::<Vec<_>>(), vec![4 * MIB; 10]);
+        // For 40: 40 of 1 MiB.
+        assert_eq!(spread(&folds, 40, MIB).unwrap().len(), 40);
+        // One 8 MiB descriptor: 8 pieces of 1 MiB, each one extent, in offset order.
+        let one = plan(&[pair("k", 1 << 30, 0, 8 * MIB)], sized(8 * MIB)).unwrap();
+        let s = spread(&one, 8, MIB).unwrap();
+        assert_eq!(s.len(), 8);
+        for (i, f) in s.iter().enumerate() {
+            assert_eq!(f.extents, vec![Extent { offset: i as u64 * MIB, len: MIB, addr: (1 << 30) + i as u64 * MIB }]);
+        }
+        // A floor of 2 MiB: 4 pieces, never smaller than the floor.
+        assert_eq!(spread(&one, 8, 2 * MIB).unwrap().len(), 4);
+        // Small keys (512 KiB, 64 KiB layers) are not cut: folded they win even alone.
+        assert!(spread(&plan(&kv(1, 8, 64 * KIB), sized(8 * MIB)).unwrap(), 8, MIB).is_none());
+        // A plan with as many RPCs as wanted already is left alone.
+        assert!(spread(&plan(&kv(8, 1, 4 * MIB), sized(8 * MIB)).unwrap(), 8, MIB).is_none());
+        // An uneven size: pieces 4 KiB aligned, the last one smaller, all bytes kept.
+        let odd = plan(&[pair("k", 0, 0, 3 * MIB + 12345)], sized(8 * MIB)).unwrap();
+        let s = spread(&odd, 8, MIB).unwrap();
+        assert_eq!(s.len(), 3);
+        assert!(s[..2].iter().all(|f| f.bytes() % 4096 == 0));
+        assert_eq!(s.iter().map(|f| f.bytes()).sum::<u64>(), 3 * MIB + 12345);
+    }
+
     /// Property: for any input and policy, every byte of every descriptor is covered exactly
     /// once, at the same (offset, addr) correspondence; no fold holds overlapping ranges or
     /// outgrows DAOS's RPC body (unless it is a single extent); a sized fold stays within its
@@ -529,8 +614,14 @@ mod tests {
                 })
                 .collect();
             let target = 1 + rnd(8 * KIB);
-            for policy in [PK, OFF, sized(target), sized(u64::MAX)] {
+            // Each plan, and the same plan spread (as for an idle engine: crate::engine).
+            let (want, floor) = (1 + rnd(24) as usize, 1 + rnd(4 * KIB));
+            let plans = [PK, OFF, sized(target), sized(u64::MAX)].into_iter().flat_map(|policy| {
                 let folds = plan(&pairs, policy).unwrap();
+                let spread = spread(&folds, want, floor);
+                [Some(folds), spread].into_iter().flatten().map(move |f| (policy, f))
+            });
+            for (policy, folds) in plans {
                 let mut got: Vec<(u8, u64, u64)> = Vec::new();
                 for f in &folds {
                     assert!(f.extents.len() == 1 || body(f) <= DAOS_RPC_SIZE, "{policy:?}: body {}", body(f));

@@ -269,3 +269,38 @@ def test_injected_daos_error_fails_one_transfer(agent, sim):
         agent.xfer("WRITE", [(addr(data), size, 0)], [(0, size, dev)])
     agent.xfer("WRITE", [(addr(data), size, 0)], [(0, size, dev)])  # the next one goes through
     assert_same(agent.get(dev, size), data)
+
+
+def test_spread_only_while_the_engine_is_idle(make_agent, sim):
+    # spread_rpcs (off by default): a request posted while little is in flight is cut into more
+    # RPCs; one posted while the engine is busy keeps its folded plan. daos-sim holds the first
+    # request's RPCs ("hang") so that the second one finds them in flight.
+    size = 8 * MiB
+    agent = make_agent({"spread_rpcs": "8", "spread_min_bytes": str(MiB)})
+    a, b = pattern(size, 51), pattern(size, 52)
+    agent.reg_dram(a)
+    agent.reg_dram(b)
+    da, db = agent.reg_obj(unique_key("spread-a"), size), agent.reg_obj(unique_key("spread-b"), size)
+    with StatsDelta(sim) as w:
+        sim.control("hang")
+        try:
+            ha, _ = agent.post("WRITE", [(addr(a), size, 0)], [(0, size, da)])  # idle: 8 RPCs of 1 MiB
+            hb, _ = agent.post("WRITE", [(addr(b), size, 0)], [(0, size, db)])  # 8 in flight: 1 RPC
+        finally:
+            sim.control("resume")
+        for h in (ha, hb):
+            agent.wait(h, agent.agent.check_xfer_state(h))
+            agent.release(h)
+    assert w["update"] == 8 + 1, w.delta
+    # Idle again: each read is spread, and every byte comes back from the pieces.
+    with StatsDelta(sim) as r:
+        assert_same(agent.get(da, size), a, "the spread write")
+        assert_same(agent.get(db, size), b, "the folded write")
+    assert r["fetch"] == 8 + 8, r.delta
+    # fold=true keeps one RPC per key, idle or not: the caller chose it.
+    fixed = make_agent({"fold": "true", "spread_rpcs": "8"})
+    fixed.reg_dram(a)
+    dev = fixed.reg_obj(unique_key("spread-fixed"), size)
+    with StatsDelta(sim) as f:
+        fixed.xfer("WRITE", [(addr(a), size, 0)], [(0, size, dev)])
+    assert f["update"] == 1, f.delta

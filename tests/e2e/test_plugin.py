@@ -17,6 +17,8 @@ PARAMS = [
     "oclass",
     "fold",
     "rpc_target_bytes",
+    "spread_rpcs",
+    "spread_min_bytes",
     "num_queues",
     "max_inflight",
     "timeout_ms",

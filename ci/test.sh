@@ -106,13 +106,14 @@ fi
 # prompt must be a hit of every stored chunk with the recompute's next token. The reduced set
 # here (2 stored prompts); ci/bench.sh runs the full one.
 VLLM_PROMPTS=${NIXL_DAOS_VLLM_PROMPTS:-2}
-vllm_pass() { # $1: what, $2: modes
-	local rc=0
-	bash ci/vllm-e2e.sh --modes "$2" --prompts "$VLLM_PROMPTS" --logs "$ROOT/target/vllm-$2" || rc=$?
+vllm_pass() { # $1: what, $2: modes, then more ci/vllm-e2e.sh options
+	local rc=0 what=$1 modes=$2
+	shift 2
+	bash ci/vllm-e2e.sh --modes "$modes" --prompts "$VLLM_PROMPTS" --logs "$ROOT/target/vllm-$modes" "$@" || rc=$?
 	case $rc in
-	0) say "$1: all checks passed" ;;
-	3) say "$1: SKIPPED (see the line above)"; rc=0 ;;
-	*) say "ERROR: $1: failed (exit $rc; logs in target/vllm-$2)" ;;
+	0) say "$what: all checks passed" ;;
+	3) say "$what: SKIPPED (see the line above)"; rc=0 ;;
+	*) say "ERROR: $what: failed (exit $rc; logs in target/vllm-$modes)" ;;
 	esac
 	return $rc
 }
@@ -125,7 +126,10 @@ bash upstream/lmcache/check.sh || lmc_rc=$?
 [ "$lmc_rc" = 0 ] || say "ERROR: upstream/lmcache/check.sh failed (exit $lmc_rc)"
 say "vLLM + LMCache through the plugin on daos-sim (ci/vllm-e2e.sh)"
 vllm_rc=0
-vllm_pass "vLLM, daos-sim" sim,sim-zeroed || vllm_rc=$?
+# Its hits' log-probabilities are kept: the real engine's hits must equal them (below).
+VLLM_SIM_JSON=$ROOT/target/vllm-sim.json
+rm -f "$VLLM_SIM_JSON"
+vllm_pass "vLLM, daos-sim" sim,sim-zeroed --json "$VLLM_SIM_JSON" || vllm_rc=$?
 
 # Dynamo KVBM's object tier through NIXL's Rust crate (nixl-sys) against a NIXL built from
 # ../shared/third_party (cached per machine; about 11 minutes cold), on daos-sim. Skipped with
@@ -168,7 +172,9 @@ real_pass() (
 		NIXL_DAOS_REAL=1 consumers_pass "consumers, real DAOS" || crc=$?
 	fi
 	say "vLLM + LMCache through the plugin against real DAOS (process B finds what process A stored)"
-	vllm_pass "vLLM, real DAOS" real || crc=1
+	local vref=()
+	[ -f "$VLLM_SIM_JSON" ] && vref=(--reference "$VLLM_SIM_JSON")
+	vllm_pass "vLLM, real DAOS" real "${vref[@]}" || crc=1
 	if [ "$kvbm_rc" = 0 ]; then
 		say "Dynamo KVBM through nixl-sys against real DAOS (ci/kvbm.sh; a second process onboards)"
 		bash ci/kvbm.sh || { say "ERROR: ci/kvbm.sh against real DAOS failed"; crc=1; }

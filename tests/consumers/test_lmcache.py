@@ -9,6 +9,9 @@ is only NIXL's staging buffer, so every hit below is a DAOS read (queryMem for l
 retrieves), and every byte is compared with what was stored.
 """
 
+import ctypes
+import os
+import time
 import uuid
 
 import pytest
@@ -111,6 +114,39 @@ def test_async_put_with_presence_cache(engines):
     for toks in seqs:
         assert other.lookup(toks) == toks.numel()
         assert_retrieves(other, fresh, toks, toks.numel())
+
+
+def test_async_put_in_flight_is_a_miss_then_a_hit(engines):
+    # nixl_async_put, as LMCache documents it: store() hands the put to a background task and
+    # returns at once. While a chunk's put is in flight LMCache answers "absent" for it (its
+    # backend keeps the key in progress_set), so a repeat looked up in that window is a miss to
+    # recompute, never served from a half-written key; once the put completes it is a hit.
+    # daos-sim holds every RPC ("hang") to keep the puts in flight for as long as the test needs.
+    sim = ctypes.CDLL(os.environ["NIXL_DAOS_LIBDAOS"])  # daos-sim, the very instance the plugin loaded (conftest)
+    sim.daos_sim_control.argtypes = [ctypes.c_char_p]
+    setup = lmc.Setup(bucket=bucket(), async_put=True)
+    engine = engines(setup)
+    toks = lmc.tokens_for(40, 4 * CHUNK)
+    backend = lmc.nixl_backend(engine)
+    assert sim.daos_sim_control(b"hang") == 0
+    try:
+        t0 = time.monotonic()
+        lmc.store(engine, setup, toks)
+        returned = time.monotonic() - t0
+        deadline = time.monotonic() + 10
+        while not backend.progress_set and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with backend.progress_lock:
+            in_flight = len(backend.progress_set)
+        assert in_flight > 0, "no put in flight while DAOS holds every RPC: store() did not go asynchronous"
+        assert engine.lookup(toks) == 0, "a chunk whose put is still in flight was reported present"
+        assert_retrieves(engine, setup, toks, 0)
+    finally:
+        assert sim.daos_sim_control(b"resume") == 0
+    assert returned < 5, f"store() took {returned:.1f} s with DAOS holding its puts: not asynchronous"
+    lmc.wait_puts_done(engine)
+    assert engine.lookup(toks) == toks.numel()
+    assert_retrieves(engine, setup, toks, toks.numel())
 
 
 def test_static_pool_reuses_its_slots(engines):

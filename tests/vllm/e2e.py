@@ -49,10 +49,16 @@ VOCAB = model.CONFIG["vocab_size"]
 # bf16 KV read back byte for byte, then attention over it as a prefix rather than in one pass:
 # the top token must be the same, and each top-5 log-probability within LOGPROB_TOL plus
 # LOGPROB_REL of its size (natural log units). bf16 logits of this model are quantized in steps
-# of 0.125 around 8-16: a token at -6.884 recomputed came back at -7.009 on a hit, all others equal.
-# Zeroed KV chunks handed over as hits (the sim-zeroed control) change the top token outright.
-LOGPROB_TOL = 0.05
+# of 0.125 around 8-16, and a hit may round a logit a step or two away from the recompute: a
+# token at -6.884 recomputed came back at -7.009 (one step), one at -4.3756 at -4.1871 (1.5:
+# the same on daos-sim, the real engine and NIXL POSIX, so the numerics', not the storage's).
+# LOGPROB_TOL is two steps. Zeroed KV chunks handed over as hits (the sim-zeroed control)
+# change the top token outright. Between storages, a hit's log-probabilities must be identical
+# (the same KV bytes, the same computation): checked when one run has several (cross_check).
+LOGPROB_TOL = 0.25
 LOGPROB_REL = 0.03
+# A next token other than the recompute's passes only as a near-tie: within this of it on the hit.
+NEAR_TIE = 0.05
 
 
 def prompt_set(n_stored: int, n_extended: int, n_new: int, seed: int) -> dict[str, list[dict]]:
@@ -71,6 +77,35 @@ def plugin_dir() -> str:
     return d
 
 
+def split_cores(spec: str) -> tuple[list[int], list[int]] | None:
+    """(vLLM's cores, the storage's cores) for --pin: `auto` gives a machine of n >= 2 cores'
+    last core to the DAOS engine and the others to vLLM; `off` (or one core) pins nothing."""
+    if spec == "off":
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if spec == "auto":
+        return (cores[:-1], cores[-1:]) if len(cores) >= 2 else None
+    vllm, storage = spec.split(":")
+    parse = lambda t: [int(x) for x in t.split(",")]  # noqa: E731
+    return parse(vllm), parse(storage)
+
+
+def pin_storage(cores: list[int]) -> list[str]:
+    """Moves every thread of the local DAOS server, engines and agent onto `cores`. A DAOS 2.8
+    engine busy-polls about two cores for several seconds after each client RPC: beside vLLM on
+    the same cores it slows vLLM's prefill several times over, hits and recomputes alike, so
+    its TTFT would measure the contention, not the storage. Pinned, each gets cores of its own,
+    as when storage runs on its own nodes. Returns what was pinned (pid:name)."""
+    pinned = []
+    for name in ("daos_engine", "daos_server", "daos_agent"):
+        pids = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            cpus = ",".join(map(str, cores))
+            if subprocess.run(["taskset", "-a", "-p", "-c", cpus, pid], capture_output=True).returncode == 0:
+                pinned.append(f"{pid}:{name}")
+    return pinned
+
+
 def run_serve(py: str, env: dict, args: list[str], prompts: list[dict], log: Path, timeout: int) -> dict:
     with tempfile.TemporaryDirectory() as t:
         pf, out = Path(t) / "prompts.json", log.with_suffix(".json")
@@ -78,8 +113,10 @@ def run_serve(py: str, env: dict, args: list[str], prompts: list[dict], log: Pat
         pf.write_text(json.dumps(prompts))
         t0 = time.monotonic()
         with open(log, "w") as lf:
+            cores = env.get("E2E_VLLM_CORES")
+            pin = ["taskset", "-c", cores] if cores else []
             rc = subprocess.run(
-                [py, str(HERE / "serve.py"), "--prompts", str(pf), "--out", str(out), *args],
+                [*pin, py, str(HERE / "serve.py"), "--prompts", str(pf), "--out", str(out), *args],
                 env=env,
                 stdout=lf,
                 stderr=subprocess.STDOUT,
@@ -162,7 +199,7 @@ def summarize(mode: str, a: dict | None, b: dict, totals_a, totals_b, prompts) -
             if r["token"] != ref["token"] and str(ref["token"]) in r["logprobs"]:
                 gap = r["logprobs"].get(str(r["token"]), 0.0) - r["logprobs"][str(ref["token"])]
                 c.expect(
-                    gap <= LOGPROB_TOL,
+                    gap <= NEAR_TIE,
                     f"{r['name']}: next token {r['token']} on a hit, {ref['token']} recomputed "
                     f"({gap:.4f} apart on the hit)",
                 )
@@ -246,6 +283,23 @@ def main() -> int:
     ap.add_argument("--json", help="write the table here")
     ap.add_argument("--logs", default=None, help="directory for the processes' logs")
     ap.add_argument("--timeout", type=int, default=900, help="per process, seconds")
+    ap.add_argument(
+        "--obj-tier",
+        action="store_true",
+        help="also start vLLM with its own OBJ tier (kv_offload TieringOffloadingSpec, type obj) on the plugin "
+        "over daos-sim, and report whether vLLM's platform enables it (tests/vllm/obj_tier.py)",
+    )
+    ap.add_argument(
+        "--reference",
+        help="the --json of an earlier run of the same prompts and model (another storage): its hits' "
+        "log-probabilities must equal this run's",
+    )
+    ap.add_argument(
+        "--pin",
+        default="auto",
+        help="cores for vLLM and for the local DAOS engine, VLLM:STORAGE (e.g. 0:1), `auto` (the last core to "
+        "the engine, the others to vLLM, every mode alike) or `off`",
+    )
     args = ap.parse_args()
 
     logs = Path(args.logs or tempfile.mkdtemp(prefix="vllm-e2e-"))
@@ -260,7 +314,14 @@ def main() -> int:
         LMCACHE_LOG_LEVEL=os.environ.get("LMCACHE_LOG_LEVEL", "WARNING"),
         NIXL_PLUGIN_DIR=plugin_dir(),
     )
-    rows, failures = [], []
+    split = split_cores(args.pin)
+    if split:
+        vllm_cores, storage_cores = split
+        # Every mode alike, so that their TTFTs compare; vLLM's OpenMP threads on its cores.
+        base["E2E_VLLM_CORES"] = ",".join(map(str, vllm_cores))
+        base["VLLM_CPU_OMP_THREADS_BIND"] = base["E2E_VLLM_CORES"]
+        print(f"pinning: vLLM on cores {base['E2E_VLLM_CORES']}, a local DAOS engine on {storage_cores}", flush=True)
+    rows, failures, hit_logprobs = [], [], {}
     for mode in args.modes.split(","):
         env = dict(base)
         stats = logs / f"{mode}-totals.jsonl"
@@ -279,6 +340,9 @@ def main() -> int:
                 print(f'SKIP real: {" and ".join(missing)} not set (eval "$(daos-local.sh env)")')
                 continue
             common += ["--storage", "daos", "--bucket", f"vllm-{uuid.uuid4().hex[:8]}"]
+            if split:
+                pinned = pin_storage(split[1])
+                print(f"real: pinned {' '.join(pinned) or 'nothing (no local DAOS processes)'}", flush=True)
         elif mode == "posix":
             d = tempfile.mkdtemp(prefix="vllm-posix-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
             common += ["--storage", "posix", "--posix-dir", d]
@@ -292,8 +356,13 @@ def main() -> int:
             b = run_serve(args.python, env, common, prompts["a"] + prompts["b"], logs / f"{mode}.log", args.timeout)
             ta, tb = None, read_totals(stats, b["pid"])
         else:
-            a = run_serve(args.python, env, common, prompts["a"], logs / f"{mode}-a.log", args.timeout)
-            b = run_serve(args.python, env, common, prompts["b"], logs / f"{mode}-b.log", args.timeout)
+            try:
+                a = run_serve(args.python, env, common, prompts["a"], logs / f"{mode}-a.log", args.timeout)
+                b = run_serve(args.python, env, common, prompts["b"], logs / f"{mode}-b.log", args.timeout)
+            finally:
+                if mode == "real" and split:
+                    # The engine may serve other tests after this one (ci/test.sh's real pass).
+                    pin_storage(sorted(os.sched_getaffinity(0)))
             ta, tb = read_totals(stats, a["pid"]), read_totals(stats, b["pid"])
         if mode == "none":
             rec = [r["ttft_s"] for r in (a["results"] + b["results"])]
@@ -310,18 +379,62 @@ def main() -> int:
             for f in caught:
                 print(f"  {f}", flush=True)
             fails = [] if caught else [f"{mode}: zeroed KV chunks passed every check: the checks cannot fail"]
+        if mode in ("real", "sim", "posix"):
+            hit_logprobs[mode] = {r["name"]: r["logprobs"] for r in b["results"] if r["cached_tokens"] > 0}
         row["wall_s"] = time.monotonic() - t0
         rows.append(row)
         failures += fails
         print(json.dumps(row), flush=True)
 
+    obj_tier = None
+    if args.obj_tier:
+        env = dict(base, NIXL_DAOS_LIBDAOS=str(SIM_SO), DAOS_POOL="sim")
+        env.pop("DAOS_CONT", None)
+        log = logs / "obj-tier.log"
+        cores = env.get("E2E_VLLM_CORES")
+        cmd = [*(["taskset", "-c", cores] if cores else []), args.python, str(HERE / "obj_tier.py"), "--model", mdir]
+        with open(log, "w") as lf:
+            p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=lf, text=True, timeout=args.timeout)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        obj_tier = json.loads(lines[-1]) if lines else {"enabled": None, "error": f"no report (rc {p.returncode})"}
+        if obj_tier.get("enabled"):
+            print(f"vLLM's OBJ tier on the plugin: enabled; {json.dumps(obj_tier)}", flush=True)
+        else:
+            print(
+                f"vLLM's OBJ tier on the plugin: not enabled here, stopped at {obj_tier.get('stage')}: "
+                f"{obj_tier.get('error')} ({obj_tier.get('where')}); log: {log}",
+                flush=True,
+            )
+    if args.reference:
+        ref = json.loads(Path(args.reference).read_text()).get("hit_logprobs", {})
+        if not ref:
+            failures.append(f"--reference {args.reference}: it holds no hits to compare with")
+        for m, hits in ref.items():
+            hit_logprobs.setdefault(f"{m} (reference)", hits)
+    failures += cross_check(hit_logprobs)
     print_table(rows)
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "failures": failures, "logs": str(logs)}, indent=1))
+        own = {m: h for m, h in hit_logprobs.items() if not m.endswith("(reference)")}
+        out = {"rows": rows, "failures": failures, "logs": str(logs), "hit_logprobs": own, "pin": args.pin}
+        out["obj_tier"] = obj_tier
+        Path(args.json).write_text(json.dumps(out, indent=1))
     for f in failures:
         print(f"FAILED: {f}")
     print(f"logs: {logs}")
     return 1 if failures else 0
+
+
+def cross_check(hit_logprobs: dict[str, dict[str, dict]]) -> list[str]:
+    """Storages against each other: the same prompts' hits carry the same KV bytes into the same
+    computation, so their top log-probabilities must be identical, not merely close."""
+    fails, modes = [], sorted(hit_logprobs)
+    for m in modes[1:]:
+        ref, got = hit_logprobs[modes[0]], hit_logprobs[m]
+        for name in sorted(set(ref) & set(got)):
+            if ref[name] != got[name]:
+                fails.append(f"{m}: {name}'s hit log-probabilities {got[name]} differ from {modes[0]}'s {ref[name]}")
+        print(f"cross-check {m} vs {modes[0]}: {len(set(ref) & set(got))} hits compared", flush=True)
+    return fails
 
 
 def print_table(rows: list[dict]) -> None:

@@ -200,6 +200,8 @@ def parse_args(argv=None):
     a.query_threads = [int(x) for x in a.query_threads.split(",") if x.strip()]
     if a.contenders is None:
         a.contenders = "real" if a.real else "memcpy,daos,posix"
+        if a.real and os.environ.get("NIXL_DAOS_DFUSE_DIR"):
+            a.contenders += ",posix-dfuse"
     if a.real and any(x.strip().startswith("daos") for x in a.contenders.split(",")):
         raise SystemExit("--real runs no daos-sim contender (daos, daos-*): run them without --real")
     return a

@@ -236,6 +236,27 @@ class MemcpyContender(Contender):
         list(self.pool.map(one, Buffers.chunks(nbytes, size)))
 
 
+def dfuse_dir() -> Path:
+    """The files of the posix-dfuse contender: under the dfuse mount NIXL_DAOS_DFUSE_DIR names."""
+    mnt = os.environ.get("NIXL_DAOS_DFUSE_DIR", "")
+    if not mnt or not os.path.ismount(mnt):
+        raise SystemExit(
+            f"posix-dfuse: NIXL_DAOS_DFUSE_DIR={mnt!r} is not a mount point: mount a POSIX container with dfuse "
+            "(ci/bench.sh does: dfuse -m DIR --pool $DAOS_POOL --cont CONT --disable-caching) and point it there"
+        )
+    return Path(mnt) / f"kv-bench-{os.getpid()}"
+
+
+def pil4dfs_dir() -> Path:
+    """The posix-pil4dfs contender's files: dfuse_dir(), in a process with pil4dfs intercepting."""
+    if "libpil4dfs" not in os.environ.get("LD_PRELOAD", "") or os.environ.get("D_IL_NO_BYPASS") != "1":
+        raise SystemExit(
+            "posix-pil4dfs: run with LD_PRELOAD=<DAOS lib64>/libpil4dfs.so and D_IL_NO_BYPASS=1 (pil4dfs does not "
+            "intercept python processes otherwise)"
+        )
+    return dfuse_dir()
+
+
 def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None) -> list[Contender]:
     daos_common = {}
     if a.num_queues:
@@ -251,6 +272,13 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
         "real-fold": lambda: RealDaosContender("real fold", {**daos_common, "fold": "true"}),
         "real-nofold": lambda: RealDaosContender("real nofold", {**daos_common, "fold": "false"}),
         "posix": lambda: PosixContender("posix", {}, shm),
+        # NIXL POSIX on a dfuse mount of a POSIX container on the same engine (ci/bench.sh mounts
+        # it with caching off, so every read goes to the engine): what a DAOS user would try first.
+        "posix-dfuse": lambda: PosixContender("posix dfuse", {}, dfuse_dir()),
+        # The same with DAOS's interception library preloaded (LD_PRELOAD=libpil4dfs.so and
+        # D_IL_NO_BYPASS=1: pil4dfs leaves python processes alone otherwise); NIXL POSIX's default
+        # libaio queue (its POSIX-AIO and io_uring queues fail on the redirected descriptors).
+        "posix-pil4dfs": lambda: PosixContender("posix pil4dfs", {}, pil4dfs_dir()),
         "posix-uring": lambda: PosixContender("posix uring", {"use_uring": "true"}, shm),
         "memcpy-1t": lambda: MemcpyContender("memcpy 1T", 1),
         "memcpy-nt": lambda: MemcpyContender(f"memcpy {cores}T", cores),

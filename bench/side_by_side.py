@@ -3,7 +3,7 @@
 """One table from bench/kv_bench.py's results: real DAOS, daos-sim and NIXL POSIX side by side,
 with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
 
-    .venv/bin/python -m bench.side_by_side SIM_RESULTS_DIR [REAL_RESULTS_DIR]
+    .venv/bin/python -m bench.side_by_side SIM_RESULTS_DIR [REAL_RESULTS_DIR[,MORE_REAL_DIRS]]
 
 Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
 smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
@@ -60,7 +60,14 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     sim = load(Path(argv[0]))
-    real = load(Path(argv[1])) if len(argv) > 1 else None
+    real = None
+    if len(argv) > 1:
+        # REAL_RESULTS_DIR[,MORE...]: runs on the same engine (e.g. one with pil4dfs preloaded),
+        # their rows merged; the first one's settings and load describe the real column.
+        dirs = [d for d in argv[1].split(",") if d]
+        real = load(Path(dirs[0]))
+        for d in dirs[1:]:
+            real["rows"] = real.get("rows", []) + load(Path(d)).get("rows", [])
     srcs = [("real", "real", real)] if real else []
     srcs += [("sim", "daos", sim)]
     workloads = [w["name"] for w in sim["workloads"]]
@@ -70,23 +77,37 @@ def main(argv: list[str]) -> int:
         print(
             f"real = a real DAOS 2.8 engine ({real['args'].get('scale')}x scale), sim = daos-sim with no modeled cost "
             f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs "
-            f"({sim['args'].get('scale')}x)"
+            f"({sim['args'].get('scale')}x), real dfuse = NIXL POSIX on a dfuse mount (caching off) of a POSIX "
+            "container on the same engine, real pil4dfs = the same with libpil4dfs.so intercepting"
         )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
     for label, _, res in srcs:
         print(f"{label}: {machine_load.describe(res.get('load'))}")
-    cols = [f"{s} {p}" for s, _, res in srcs for p in POLICIES] + ["POSIX"]
-    print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + "   default / better of fold, nofold")
+    # NIXL POSIX on the same engine through DAOS's POSIX layers, where the run has them.
+    fs = [
+        (c, f"real {c.split()[1]}")
+        for c in ("posix dfuse", "posix pil4dfs")
+        if real is not None and any(r["contender"] == c for r in real.get("rows", []))
+    ]
+    cols = [f"{s} {p}" for s, _, res in srcs for p in POLICIES] + ["POSIX"] + [label for _, label in fs]
+    tail = "   default / better of fold, nofold" + "".join(f", real default / {c.split()[1]}" for c, _ in fs)
+    print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + tail)
     for w in workloads:
         for op in OPS:
             vals = [gbps(res, f"{prefix} {p}", w, op) for _, prefix, res in srcs for p in POLICIES]
             vals.append(best_posix(sim, w, op))
+            vals += [gbps(real, c, w, op) for c, _ in fs]
             rat = []
             for label, prefix, res in srcs:
                 d, f, n = (gbps(res, f"{prefix} {p}", w, op) for p in POLICIES)
                 if d and (f or n):
                     rat.append(f"{label} {d / max(f or 0, n or 0):.2f}")
+            rd = gbps(real, "real default", w, op)
+            for c, _ in fs:
+                other = gbps(real, c, w, op)
+                if rd and other:
+                    rat.append(f"vs {c.split()[1]} {rd / other:.2f}")
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
     print(

@@ -110,12 +110,33 @@ elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 	say "real DAOS: a single-node engine from $local_daos (waiting for /tmp/daos-real.lock)"
 	# A pool larger than the script's default: new-key writes cannot free the keys before them.
 	# Exit 3: the engine did not start (a finding: the tables then show daos-sim and POSIX only).
-	flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_SCM_GB=8 DAOS_LOCAL_POOL_SIZE=6GiB bash -c '
+	flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_SCM_GB=8 DAOS_LOCAL_POOL_SIZE=6GiB \
+		BENCH_VPY="$VPY" BENCH_OUT="$out" BENCH_SCALE="$real_scale" bash -c '
 		D=$1; shift
 		log=$(mktemp)
 		if ! "$D" start >"$log" 2>&1; then tail -20 "$log"; "$D" stop >/dev/null 2>&1; exit 3; fi
 		eval "$("$D" env)"
+		# The dfuse contender (NIXL POSIX on a dfuse mount of a POSIX container on this engine,
+		# caching off so that reads reach the engine): left out, with a line, if it will not mount.
+		mnt=$(mktemp -d /tmp/nixl-daos-dfuse.XXXXXX)
+		if "$DAOS_LOCAL_BIN/daos" cont create "$DAOS_POOL" nixl-bench-fs --type POSIX >"$log" 2>&1 &&
+			"$DAOS_LOCAL_BIN/dfuse" -m "$mnt" --pool "$DAOS_POOL" --cont nixl-bench-fs --disable-caching >>"$log" 2>&1; then
+			export NIXL_DAOS_DFUSE_DIR=$mnt
+		else
+			echo "== bench.sh: dfuse did not mount (the posix-dfuse contender is left out): $(tail -1 "$log")" >&2
+		fi
 		timeout --signal=KILL 1800 "$@"; rc=$?
+		# The same NIXL POSIX with the DAOS interception library in the process (pil4dfs skips
+		# python processes unless D_IL_NO_BYPASS=1), in a run of its own: a failure is a finding.
+		pil="$(dirname "$NIXL_DAOS_LIBDAOS")/libpil4dfs.so"
+		if [ -n "${NIXL_DAOS_DFUSE_DIR:-}" ] && [ -f "$pil" ]; then
+			LD_PRELOAD=$pil D_IL_NO_BYPASS=1 timeout --signal=KILL 900 "$BENCH_VPY" -m bench.kv_bench --real \
+				--contenders posix-pil4dfs --real-warmup-gib 0 --scale "$BENCH_SCALE" --workloads ref,small,lmcache \
+				--reps 2 --out "$BENCH_OUT/real-pil4dfs" ||
+				echo "== bench.sh: the pil4dfs contender failed (exit $?; left out of the table)" >&2
+		fi
+		[ -z "${NIXL_DAOS_DFUSE_DIR:-}" ] || umount "$mnt" || umount -l "$mnt"
+		rmdir "$mnt" 2>/dev/null
 		"$D" stop >/dev/null 2>&1
 		exit $rc' _ "$local_daos" "${real_cmd[@]}" || real_rc=$?
 else
@@ -131,7 +152,10 @@ fi
 
 if [ -f "$out/sim/results.json" ]; then
 	sbs_rc=0
-	"$VPY" -m bench.side_by_side "$out/sim" $([ -f "$out/real/results.json" ] && echo "$out/real") || sbs_rc=$?
+	reals=""
+	[ -f "$out/real/results.json" ] && reals="$out/real"
+	[ -n "$reals" ] && [ -f "$out/real-pil4dfs/results.json" ] && reals="$reals,$out/real-pil4dfs"
+	"$VPY" -m bench.side_by_side "$out/sim" $reals || sbs_rc=$?
 	failed_if "bench.side_by_side" $sbs_rc
 fi
 
@@ -171,7 +195,7 @@ if [ "$vllm" = 1 ]; then
 	say "vLLM + LMCache TTFT (ci/vllm-e2e.sh --prompts $vllm_prompts)"
 	v_rc=0
 	if [ "$real" = 1 ] && [ -n "${DAOS_POOL:-}" ] && [ -n "${NIXL_DAOS_LIBDAOS:-}" ]; then
-		bash ci/vllm-e2e.sh --modes real,$vmodes --prompts "$vllm_prompts" --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
+		bash ci/vllm-e2e.sh --modes real,$vmodes --prompts "$vllm_prompts" --obj-tier --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
 	elif [ "$real" = 1 ] && [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 		flock -w 1800 /tmp/daos-real.lock env DAOS_LOCAL_TARGETS=2 bash -c '
 			D=$1; shift
@@ -180,9 +204,9 @@ if [ "$vllm" = 1 ]; then
 			eval "$("$D" env)"
 			bash ci/vllm-e2e.sh "$@"; rc=$?
 			"$D" stop >/dev/null 2>&1
-			exit $rc' _ "$local_daos" --modes real,$vmodes --prompts "$vllm_prompts" --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
+			exit $rc' _ "$local_daos" --modes real,$vmodes --prompts "$vllm_prompts" --obj-tier --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
 	else
-		bash ci/vllm-e2e.sh --modes $vmodes --prompts "$vllm_prompts" --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
+		bash ci/vllm-e2e.sh --modes $vmodes --prompts "$vllm_prompts" --obj-tier --logs "$out/vllm" --json "$out/vllm/results.json" || v_rc=$?
 	fi
 	case $v_rc in
 	3) findings+=("vLLM + LMCache: skipped, no vLLM venv (see ci/vllm.sh's line above)") ;;

@@ -567,7 +567,11 @@ impl Engine {
             }
             return Ok(());
         }
-        req.lock().folds = Vec::new();
+        {
+            let mut st = req.lock();
+            st.folds = Vec::new();
+            st.spread = Some(None);
+        }
         let ms = match req.op {
             XferOp::Read => 2 * self.cfg.read_timeout_ms, // its deadline and its hold
             XferOp::Write => self.cfg.timeout_ms,

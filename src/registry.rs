@@ -66,10 +66,15 @@ impl Registration {
     }
 }
 
-/// [start, end) of a registration; a zero-length one is taken as one byte so that two of them
-/// at one offset still collide (the agent would route a zero-length descriptor to either).
+/// [start, end) of a registration. NIXL's agent takes a zero-length registration as one with no
+/// range limit (it stores it as reaching the end of the address space), so it covers every
+/// offset from `addr` on; so does this.
 fn range(addr: u64, len: u64) -> (u64, u64) {
-    (addr, addr.saturating_add(len.max(1)))
+    if len == 0 {
+        (addr, u64::MAX)
+    } else {
+        (addr, addr.saturating_add(len))
+    }
 }
 
 fn lock(t: &Table) -> std::sync::MutexGuard<'_, HashMap<u64, Vec<Entry>>> {
@@ -150,11 +155,13 @@ mod tests {
         assert_eq!(r.live(), 4);
         drop((a1, a2, b, c));
         assert_eq!(r.live(), 0);
-        // Zero-length registrations at one offset collide, at different offsets they do not.
-        let _e = r.register(10, 5, 0, key("E")).unwrap();
-        let _f = r.register(10, 6, 0, key("F")).unwrap();
-        let _g = r.register(11, 5, 0, key("G")).unwrap();
-        assert!(r.register(11, 5, 0, key("H")).is_err());
+        // A zero-length registration reaches to the end (as NIXL's agent takes it): it collides
+        // with any other key's range from its offset on, not with ranges before it.
+        let _e = r.register(10, 4096, 0, key("E")).unwrap();
+        assert!(r.register(10, 8192, 4096, key("F")).is_err());
+        assert!(r.register(10, 1 << 40, 1, key("F")).is_err());
+        let _f = r.register(10, 0, 4096, key("F")).unwrap();
+        assert!(r.register(10, 0, 0, key("G")).is_err());
     }
 
     #[test]

@@ -278,3 +278,9 @@ def test_another_key_on_a_live_devid_is_refused_not_misrouted(agent):
     agent.put(key_b, data_b, dev_id=dev)
     assert_same(agent.get(dev, size), data_b, "key B through the reused devId")
     assert_same(agent.get(agent.reg_obj(key_a, size), size), data_a, "key A, untouched")
+    # A zero-length registration has no range limit in NIXL's agent: it covers every offset from
+    # its own on, so another key anywhere past it on the same devId is refused too.
+    dev2 = daoskit.unique_dev_id()
+    agent.reg_obj(key_a, 0, dev2)
+    with pytest.raises(nixl_errors()):
+        agent.agent.register_memory([(4096, size, dev2, key_b)], "OBJ", backends=[daoskit.BACKEND])

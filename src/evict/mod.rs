@@ -202,7 +202,8 @@ impl Posting {
 pub struct Recorder {
     writer: u64,
     /// Until when (Unix ms) space is expected back: bytes punched by this engine or, by the
-    /// ledger, by another within the reclaim window. A write refused for space is sent again
+    /// ledger, by another within the reclaim window, or the next pass while the last one found
+    /// keys to punch (`Worker::publish`). A write refused for space is sent again
     /// only while this lies ahead (or in its first moments, before eviction had a look), so
     /// that a pool full of what eviction cannot touch fails writes at once, not at the deadline.
     room_until_ms: AtomicU64,
@@ -304,6 +305,9 @@ struct Worker {
     written_before: u64,
     /// Checks in a row that found nothing to do (see `policy::check_interval`).
     quiet_checks: u32,
+    /// Whether the last eviction pass found keys to punch (or could not tell): while so, a
+    /// write refused for space waits for the next pass rather than failing at once.
+    evictable: bool,
 }
 
 fn bound() -> Bound {
@@ -462,6 +466,10 @@ impl Worker {
             keys += k;
             bytes += b;
         }
+        // Only a pass that went through the whole index and found nothing to punch says that
+        // eviction cannot make room; a pass stopped by an error or by another engine's claim
+        // does not.
+        self.evictable = !(exhausted && bytes == 0);
         self.publish(demand, others.credit);
         tracing::info!(
             pool = %self.pool.label, total, free, credit, demand, others = others.engines, others_credit = others.credit,
@@ -478,7 +486,19 @@ impl Worker {
         let credit = self.credit();
         self.write_ledger(credit, demand);
         let pending = credit.saturating_add(others_credit);
-        let until = if pending > 0 { now_ms() + self.settings.reclaim.as_millis() as u64 } else { 0 };
+        // Until the punched bytes are back, and then until the next check after that (a write
+        // still refused makes it evict more). With nothing pending, until the next check as long
+        // as the last pass found keys to punch: a check that needed no eviction (the pool had
+        // room a moment ago) must not fail the writes that wait for space now, only a pass that
+        // found nothing to punch does.
+        let step = self.settings.check_every.as_millis() as u64;
+        let until = if pending > 0 {
+            now_ms() + self.settings.reclaim.as_millis() as u64 + step
+        } else if self.evictable {
+            now_ms() + step
+        } else {
+            0
+        };
         self.rec.room_until_ms.store(until, Ordering::Relaxed);
     }
 
@@ -817,6 +837,7 @@ impl Evictor {
             demand: policy::Demand::default(),
             written_before: 0,
             quiet_checks: 0,
+            evictable: true,
         };
         let thread = std::thread::Builder::new()
             .name("nixl-daos-evict".into())

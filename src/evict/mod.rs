@@ -538,7 +538,8 @@ impl Worker {
     }
 
     /// Evicts about `goal` bytes from the oldest segments; returns the keys and bytes punched,
-    /// and whether it went through every segment up to the tail (the index holds no more).
+    /// and whether it went through every segment up to the tail with none held by another
+    /// engine (the index holds no more).
     fn evict(&mut self, goal: u64) -> (u64, u64, bool) {
         let (mut keys, mut bytes) = (0u64, 0u64);
         let tail = match self.hint(index::TAIL_DKEY) {
@@ -578,7 +579,8 @@ impl Worker {
             n += 1;
         }
         self.count(keys, bytes);
-        (keys, bytes, n > tail)
+        // A segment another engine holds is not exhausted: that engine is punching its keys.
+        (keys, bytes, n > tail && low_known)
     }
 
     fn count(&self, keys: u64, bytes: u64) {

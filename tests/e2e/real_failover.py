@@ -57,7 +57,10 @@ def rank_states() -> dict[int, str]:
 
 
 # Tries of a late agent's create_backend on the degraded pool (each bounded by its deadline).
-JOIN_TRIES = 3
+# Issue 20 is open on this: a fresh process's pool connect right after the exclusion may try
+# the dead leader's replica for two RPC timeouts, and did so three times in a row in one CI
+# run (each refusal ended at its 10 s deadline). Tries are counted and printed.
+JOIN_TRIES = 6
 
 
 def pool_leader() -> int | None:
@@ -316,6 +319,7 @@ def main():
                 # as a consumer would; every refusal must still end by its deadline.
                 joined.setdefault("refused", []).append({k: joined.get(k) for k in ("create", "create_s")})
                 joined["refused_first"] = joined["refused"][0]
+                time.sleep(2.0)
                 joined.update(second_agent(params, join_keys))
                 tries += 1
             joined["tries"] = tries

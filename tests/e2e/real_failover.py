@@ -56,10 +56,8 @@ def rank_states() -> dict[int, str]:
         return {}
 
 
-# Tries of a late agent's create_backend on the degraded pool (each bounded by its deadline).
-# Issue 20 is open on this: a fresh process's pool connect right after the exclusion may try
-# the dead leader's replica for two RPC timeouts, and did so three times in a row in one CI
-# run (each refusal ended at its 10 s deadline). Tries are counted and printed.
+# Tries of a late agent's create_backend on the degraded pool (each bounded by its deadline;
+# why more than one: see `join_later`, issue 20). Three in a row were refused in one CI run.
 JOIN_TRIES = 6
 
 

@@ -252,7 +252,10 @@ impl Engine {
         let t0 = Instant::now();
         let (pool, init) = Pool::connect(lib, &cfg.pool, &cfg.system, bound).map_err(|e| {
             let check = if matches!(e, Error::Timeout { .. }) {
-                "Check that the DAOS servers are up (`dmg system query`)"
+                "Check that the DAOS servers are up (`dmg system query`). If DAOS excluded an engine \
+                 lately, daos_agent may still hand its address to new processes, each dead pick costing an \
+                 RPC timeout: refresh its cache (`kill -USR2` on daos_agent) or set `cache_expiration: 1` in \
+                 daos_agent.yml"
             } else {
                 "Check the label (`dmg pool list`) and that daos_agent runs on this host"
             };

@@ -287,8 +287,14 @@ impl Pool {
                 // First, so dropped last: counts this thread until its last libdaos call (the
                 // disconnect of a late pool, below) has returned.
                 let _inside = crate::host::InLibdaos::enter();
+                let t0 = Instant::now();
                 let init = match lib.init() {
-                    Ok(g) => g,
+                    Ok(g) => {
+                        // Slow only in a process's first call: its protocol queries ask random
+                        // ranks of daos_agent's list, which may still hold a dead engine.
+                        tracing::debug!("create_backend: daos_init after {:?}", t0.elapsed());
+                        g
+                    }
                     Err(e) => {
                         let _ = tx.send(Err(e));
                         return;

@@ -52,12 +52,14 @@ def render(res: dict) -> str:
         lines.append(
             f"  agent started 3 s after the kill: {e.get('create')} in {f(e.get('create_s'))} s; reads {e.get('reads')}"
         )
-        if "refused_first" in j:
-            refused = j.get("refused", [j["refused_first"]])
-            lines.append(f"  agent started once the pool map excluded it, refused tries: {refused}")
+        st = j.get("stale", {})
         lines.append(
-            f"  agent started once the pool map excluded it ({f(j.get('t_excluded_join'))} s): {j.get('create')} in "
-            f"{f(j.get('create_s'))} s; reads {j.get('reads')}"
+            f"  agent started once the pool map excluded it ({f(j.get('t_excluded_join'))} s), daos_agent's cache "
+            f"as it was: {st.get('create')} in {f(st.get('create_s'))} s; reads {st.get('reads')}"
+        )
+        lines.append(
+            f"  agent started after refreshing daos_agent's cache ({f(j.get('t_refreshed_join'))} s): "
+            f"{j.get('create')} in {f(j.get('create_s'))} s; reads {j.get('reads')}"
         )
     if "before_read_back" in res:
         b = res["before_read_back"]

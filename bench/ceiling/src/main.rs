@@ -72,7 +72,11 @@ impl Lib {
         // SAFETY: d_errstr returns a static string for any code.
         let name = unsafe {
             let p = self.api.d_errstr(rc);
-            if p.is_null() { format!("DER({rc})") } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+            if p.is_null() {
+                format!("DER({rc})")
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
         };
         Err(format!("{call}: {name} ({rc})"))
     }
@@ -240,6 +244,63 @@ enum Shape {
     Fold,
     /// fold=auto, rpc_target_bytes = target (planner Sized, the default).
     Sized(u64),
+    /// The key's bytes cut into N about equal RPCs on its one dkey (planner::spread's shape,
+    /// spread_rpcs = N): does overlapping RPCs of one key pay when it is alone?
+    Spread(u32),
+    /// The same N pieces, each on a dkey of its own ("<dkey>.<i>"): DAOS places dkeys on
+    /// different shards, so the pieces can run on different targets (the libdfs backend's
+    /// 1 MiB chunks do this). A layout change for the plugin; measured here first.
+    Dkeys(u32),
+}
+
+impl Shape {
+    fn parse(s: &str, target: u64) -> Result<Shape, String> {
+        let n = |rest: &str| rest.parse::<u32>().ok().filter(|&n| (2..=256).contains(&n));
+        match s {
+            "fold" => return Ok(Shape::Fold),
+            "sized" => return Ok(Shape::Sized(target)),
+            _ => {}
+        }
+        if let Some(k) = s.strip_prefix("spread").and_then(n) {
+            return Ok(Shape::Spread(k));
+        }
+        if let Some(k) = s.strip_prefix("dkeys").and_then(n) {
+            return Ok(Shape::Dkeys(k));
+        }
+        Err(format!("--shapes: {s:?}: choose from fold, sized, spreadN, dkeysN (N in 2-256)"))
+    }
+    fn name(&self) -> String {
+        match self {
+            Shape::Fold => "fold".into(),
+            Shape::Sized(_) => "sized".into(),
+            Shape::Spread(n) => format!("spread{n}"),
+            Shape::Dkeys(n) => format!("dkeys{n}"),
+        }
+    }
+}
+
+/// `rpcs` (one key's, in offset order) cut into `n` about equal pieces of whole 4 KiB where the
+/// bytes allow, an extent cut where a piece ends.
+fn cut_into(rpcs: Vec<Vec<Extent>>, n: u32) -> Vec<Vec<Extent>> {
+    let all: Vec<Extent> = rpcs.into_iter().flatten().collect();
+    let total: u64 = all.iter().map(|e| e.len).sum();
+    let size = total.div_ceil(n as u64).next_multiple_of(4096).min(total).max(1);
+    let mut out: Vec<Vec<Extent>> = vec![Vec::new()];
+    let mut filled = 0;
+    for e in all {
+        let mut done = 0;
+        while done < e.len {
+            if filled == size {
+                out.push(Vec::new());
+                filled = 0;
+            }
+            let len = (e.len - done).min(size - filled);
+            out.last_mut().unwrap().push(Extent { offset: e.offset + done, len, addr: e.addr + done });
+            done += len;
+            filled += len;
+        }
+    }
+    out
 }
 
 fn extent_body_bytes(offset: u64, len: u64) -> u64 {
@@ -252,6 +313,7 @@ fn extent_body_bytes(offset: u64, len: u64) -> u64 {
 /// contiguous on both sides with the next (the layer-major layout keeps them apart in DRAM).
 fn plan_key(descs: &[Extent], shape: Shape, dkey_len: u64) -> Vec<Vec<Extent>> {
     let limit = match shape {
+        Shape::Spread(n) | Shape::Dkeys(n) => return cut_into(plan_key(descs, Shape::Fold, dkey_len), n),
         Shape::Fold => u64::MAX,
         Shape::Sized(target) => {
             let target = target.max(1);
@@ -331,10 +393,24 @@ impl<'a> Cont<'a> {
                 std::ptr::null_mut(),
             );
             lib.check("daos_cont_create_with_label", rc)?;
-            let rc = lib.api.daos_cont_open2(conn.poh, l.as_ptr(), DAOS_COO_RW, &mut coh, std::ptr::null_mut(), std::ptr::null_mut());
+            let rc = lib.api.daos_cont_open2(
+                conn.poh,
+                l.as_ptr(),
+                DAOS_COO_RW,
+                &mut coh,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
             lib.check("daos_cont_open2", rc)?;
             let mut oid = daos_obj_id_t { lo: OBJECT_LO, hi: 0 };
-            let rc = lib.api.daos_obj_generate_oid2(coh, &mut oid, daos_otype_t_DAOS_OT_MULTI_HASHED, 0, DAOS_OCH_SHD_MAX, 0);
+            let rc = lib.api.daos_obj_generate_oid2(
+                coh,
+                &mut oid,
+                daos_otype_t_DAOS_OT_MULTI_HASHED,
+                0,
+                DAOS_OCH_SHD_MAX,
+                0,
+            );
             lib.check("daos_obj_generate_oid2", rc)?;
             let rc = lib.api.daos_obj_open(coh, oid, DAOS_OO_RW, &mut oh, std::ptr::null_mut());
             lib.check("daos_obj_open", rc)?;
@@ -444,7 +520,11 @@ fn run_ops(cont: &Cont, ops: &mut [Box<Op>], keys: usize, window: usize) -> Resu
                         let op = unsafe { &*(ev as *const Op) };
                         let err = op.ev.ev_error;
                         let bad = if err != 0 {
-                            Some(sh.lib.check(if op.update { "daos_obj_update" } else { "daos_obj_fetch" }, err).unwrap_err())
+                            Some(
+                                sh.lib
+                                    .check(if op.update { "daos_obj_update" } else { "daos_obj_fetch" }, err)
+                                    .unwrap_err(),
+                            )
                         } else if !op.update && op.fetched() != op.want {
                             Some(format!("fetch of key {} returned {} of {} bytes", op.key, op.fetched(), op.want))
                         } else {
@@ -575,8 +655,12 @@ fn measure(
                 .collect();
             let plan = plan_key(&descs, shape, dkeys[k as usize].len() as u64);
             rpcs_per_key = rpcs_per_key.max(plan.len());
-            for exts in plan {
-                ops.push(Op::new(k as usize, &dkeys[k as usize], &exts, update, seed));
+            for (i, exts) in plan.into_iter().enumerate() {
+                let dkey = match shape {
+                    Shape::Dkeys(_) => format!("{}.{i}", String::from_utf8_lossy(&dkeys[k as usize])).into_bytes(),
+                    _ => dkeys[k as usize].clone(),
+                };
+                ops.push(Op::new(k as usize, &dkey, &exts, update, seed));
             }
         }
         times[t] = run_ops(&cont, &mut ops, lay.keys as usize, window)?;
@@ -629,7 +713,9 @@ fn parse_args() -> Result<Args, String> {
         match name.as_str() {
             "--rounds" => a.rounds = num(val()?)?.max(1) as usize,
             "--out" => a.out = Some(val()?),
-            "--layouts" => a.layouts = val()?.split(',').filter(|s| !s.is_empty()).map(parse_layout).collect::<Result<_, _>>()?,
+            "--layouts" => {
+                a.layouts = val()?.split(',').filter(|s| !s.is_empty()).map(parse_layout).collect::<Result<_, _>>()?
+            }
             "--queues" => a.queues = num(val()?)?.clamp(1, 64) as usize,
             "--window" => a.window = num(val()?)?.max(1) as usize,
             "--target" => a.target = num(val()?)?.max(1),
@@ -639,9 +725,7 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     for s in &a.shapes {
-        if s != "fold" && s != "sized" {
-            return Err(format!("--shapes: {s:?}: choose from fold, sized"));
-        }
+        Shape::parse(s, a.target)?;
     }
     for d in &a.depths {
         if d != "all" && d != "1" {
@@ -651,8 +735,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-const USAGE: &str = "usage: nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,200x8x64k,64x64x4k,40x1x8m] \
-[--queues N] [--window 64] [--target BYTES] [--shapes fold,sized] [--depths all,1]\n\
+const USAGE: &str =
+    "usage: nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,200x8x64k,64x64x4k,40x1x8m] \
+[--queues N] [--window 64] [--target BYTES] [--shapes fold,sized,spreadN,dkeysN] [--depths all,1]\n\
 env: DAOS_POOL, NIXL_DAOS_LIBDAOS (libdaos.so or libdaos_sim.so), DAOS_SYSTEM (default daos_server)";
 
 fn load(path: &str) -> Result<Lib, String> {
@@ -695,7 +780,14 @@ fn real_main() -> Result<(), String> {
         lib.check("daos_init", lib.api.daos_init())?;
         let (p, s) = (CString::new(pool.clone()).unwrap(), CString::new(system.clone()).unwrap());
         let mut poh = daos_handle_t::default();
-        let rc = lib.api.daos_pool_connect2(p.as_ptr(), s.as_ptr(), DAOS_PC_RW, &mut poh, std::ptr::null_mut(), std::ptr::null_mut());
+        let rc = lib.api.daos_pool_connect2(
+            p.as_ptr(),
+            s.as_ptr(),
+            DAOS_PC_RW,
+            &mut poh,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
         lib.check("daos_pool_connect2", rc)?;
         let mut eqs = Vec::new();
         for _ in 0..a.queues {
@@ -717,8 +809,7 @@ fn real_main() -> Result<(), String> {
         a.rounds,
         if lib.cont_destroy.is_some() { "" } else { " (no daos_cont_destroy: daos-sim reset_data)" }
     );
-    let shapes: Vec<Shape> =
-        a.shapes.iter().map(|s| if s == "fold" { Shape::Fold } else { Shape::Sized(a.target) }).collect();
+    let shapes: Vec<Shape> = a.shapes.iter().map(|s| Shape::parse(s, a.target)).collect::<Result<_, _>>()?;
     let depths: Vec<usize> = a.depths.iter().map(|d| if d == "all" { a.window } else { 1 }).collect();
     // (layout, shape, depth) -> best write s, best read s, rpcs/key, all rounds
     struct Cell {
@@ -777,7 +868,9 @@ fn real_main() -> Result<(), String> {
         if cells[i].same_as_fold {
             let j = cells
                 .iter()
-                .position(|c| c.shape == Shape::Fold && c.depth == cells[i].depth && c.lay.name() == cells[i].lay.name())
+                .position(|c| {
+                    c.shape == Shape::Fold && c.depth == cells[i].depth && c.lay.name() == cells[i].lay.name()
+                })
                 .unwrap();
             let (w, r) = (cells[j].w.clone(), cells[j].r.clone());
             cells[i].w = w;
@@ -791,10 +884,7 @@ fn real_main() -> Result<(), String> {
     for c in &cells {
         let gb = c.lay.bytes() as f64 / 1e9;
         let (w, r) = (gb / best(&c.w), gb / best(&c.r));
-        let shape = match c.shape {
-            Shape::Fold => "fold".to_string(),
-            Shape::Sized(_) => format!("sized{}", if c.same_as_fold { "=fold" } else { "" }),
-        };
+        let shape = format!("{}{}", c.shape.name(), if c.same_as_fold { "=fold" } else { "" });
         let depth = if c.depth == 1 { "1".to_string() } else { "all".to_string() };
         println!("{:<12} {:<10} {:>6} {:>9} {:>10.2} {:>10.2}", c.lay.name(), shape, depth, c.rpk, w, r);
         let fmt = |v: &[f64]| v.iter().map(|s| format!("{:.6}", gb / s)).collect::<Vec<_>>().join(", ");
@@ -806,10 +896,7 @@ fn real_main() -> Result<(), String> {
             c.lay.keys,
             c.lay.layers,
             c.lay.block,
-            json_str(match c.shape {
-                Shape::Fold => "fold",
-                Shape::Sized(_) => "sized",
-            }),
+            json_str(&c.shape.name()),
             c.same_as_fold,
             json_str(&depth),
             c.rpk,

@@ -67,7 +67,7 @@ if "--real" in sys.argv[1:] and __name__ == "__main__":
     os.environ["NIXL_DAOS_TESTBED"] = "1"
     os.environ.setdefault("DAOS_CONT", "unused")
 
-from bench import kv_report  # noqa: E402
+from bench import kv_report, real_pool  # noqa: E402
 from bench.kv_contenders import NixlContender, build_contenders, calm  # noqa: E402
 from bench.kv_harness import Harness, cpu_now, merge_passes  # noqa: E402
 from bench.kv_net import (  # noqa: E402
@@ -301,6 +301,8 @@ def main(argv=None) -> int:
                 bench.run_contender(c, workloads, query)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
+        if a.real:
+            bench.failures[-1] += f" ({real_pool.space_hint()})"
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:
         if len(passes) > 1:  # also after an abort: one row per (contender, workload, op)

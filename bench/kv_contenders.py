@@ -166,6 +166,9 @@ class RealDaosContender(NixlContender):
     def make_storage(self, w: Workload) -> list[int]:
         import uuid
 
+        # Room for two reps of new keys, the overwrite's new versions and slack (a measurement
+        # that ran out would see the plugin evict its own keys).
+        real_pool.wait_for_space(4 * w.nbytes, self.name)
         self.label = f"kvbench-{uuid.uuid4().hex[:12]}"
         self.params = dict(self.params, container=self.label, create_container="true")
         super().open(self.bufs)
@@ -191,13 +194,16 @@ class RealDaosContender(NixlContender):
 class PosixContender(NixlContender):
     kind, backend, mem = "posix", "POSIX", "FILE"
 
-    def __init__(self, name: str, params: dict[str, str], root: Path):
+    def __init__(self, name: str, params: dict[str, str], root: Path, on_daos: bool = False):
         super().__init__(name, params)
         self.root = root
+        self.on_daos = on_daos  # files on a dfuse mount of DAOS_POOL
         self.fds: list[int] = []
         self.files = None
 
     def make_storage(self, w: Workload) -> list[int]:
+        if self.on_daos:
+            real_pool.wait_for_space(4 * w.nbytes, self.name)
         self.root.mkdir(parents=True, exist_ok=True)
         for k in range(w.keys):
             self.fds.append(os.open(self.root / f"k{k}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
@@ -274,11 +280,11 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
         "posix": lambda: PosixContender("posix", {}, shm),
         # NIXL POSIX on a dfuse mount of a POSIX container on the same engine (ci/bench.sh mounts
         # it with caching off, so every read goes to the engine): what a DAOS user would try first.
-        "posix-dfuse": lambda: PosixContender("posix dfuse", {}, dfuse_dir()),
+        "posix-dfuse": lambda: PosixContender("posix dfuse", {}, dfuse_dir(), on_daos=True),
         # The same with DAOS's interception library preloaded (LD_PRELOAD=libpil4dfs.so and
         # D_IL_NO_BYPASS=1: pil4dfs leaves python processes alone otherwise); NIXL POSIX's default
         # libaio queue (its POSIX-AIO and io_uring queues fail on the redirected descriptors).
-        "posix-pil4dfs": lambda: PosixContender("posix pil4dfs", {}, pil4dfs_dir()),
+        "posix-pil4dfs": lambda: PosixContender("posix pil4dfs", {}, pil4dfs_dir(), on_daos=True),
         "posix-uring": lambda: PosixContender("posix uring", {"use_uring": "true"}, shm),
         "memcpy-1t": lambda: MemcpyContender("memcpy 1T", 1),
         "memcpy-nt": lambda: MemcpyContender(f"memcpy {cores}T", cores),

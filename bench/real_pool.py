@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """The real DAOS pool the benchmarks run on (DAOS_POOL), through the `daos` tool (DAOS_LOCAL_BIN,
-as `daos-local.sh env` sets it, or PATH): destroying a benchmark's container.
+as `daos-local.sh env` sets it, or PATH): destroying a benchmark's container, waiting for the
+pool's space before a measurement, explaining a failed run.
 
 What a destroy leaves behind (DAOS 2.8, `daos-local.sh`, measured): `daos cont destroy` returns
 at once and the pool's free space (`daos pool query`) is back at once, but the engine reclaims
@@ -16,9 +17,11 @@ passes (the second in reverse) and keeps the fastest rep.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import time
 
 
 def daos_tool() -> str | None:
@@ -37,3 +40,58 @@ def destroy_container(label: str) -> None:
     r = subprocess.run([tool, "cont", "destroy", "--force", pool, label], capture_output=True, text=True)
     if r.returncode != 0:
         print(f"  warning: daos cont destroy {pool} {label}: {r.stdout.strip()} {r.stderr.strip()}")
+
+
+def pool_space() -> tuple[int, int] | None:
+    """(total, free) bytes of DAOS_POOL's first tier (`daos pool query -j`), None when unknown."""
+    pool, tool = os.environ.get("DAOS_POOL", ""), daos_tool()
+    if tool is None or not pool:
+        return None
+    r = subprocess.run([tool, "pool", "query", pool, "-j"], capture_output=True, text=True)
+    try:
+        resp = json.loads(r.stdout[r.stdout.index("{") :])["response"]
+        tier = (resp.get("tier_stats") or [{}])[0]
+        return int(tier["total"]), int(tier["free"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def wait_for_space(need: int, what: str, timeout_s: float = 180.0) -> None:
+    """Waits, up to `timeout_s`, until DAOS_POOL has `need` bytes free beyond the plugin's
+    eviction reserve (10%). Files unlinked on a dfuse mount give their space back only as the
+    engine aggregates (measured here: a pool at 0.0 of 6.4 GB free right after the dfuse
+    contender's first pass deleted its files), so the next measurement would run into a full
+    pool: NIXL POSIX's writes come back short, and the plugin evicts the measurement's own keys.
+    Prints a line when it waited; measures nothing (outside every clock)."""
+    t0 = time.monotonic()
+    while True:
+        sp = pool_space()
+        if sp is None:
+            return
+        total, free = sp
+        if free >= need + total // 10:
+            if time.monotonic() - t0 > 1:
+                print(f"  {what}: waited {time.monotonic() - t0:.0f} s for the pool's space ({free / 1e9:.1f} GB free)")
+            return
+        if time.monotonic() - t0 > timeout_s:
+            print(
+                f"  warning: {what}: the pool has {free / 1e9:.1f} of {total / 1e9:.1f} GB free after "
+                f"{timeout_s:.0f} s, {(need + total // 10) / 1e9:.1f} GB wanted: measuring anyway"
+            )
+            return
+        time.sleep(2)
+
+
+def space_hint() -> str:
+    """After a real run failed: the pool's free space now, and why it matters. With evict=true
+    (the plugin's default) a pool that runs short makes the plugin punch its oldest keys, and in
+    a benchmark's fresh container those are the benchmark's own, so a later read fails as a miss
+    ("does not exist" in the plugin's log) rather than the run stopping at a full pool."""
+    sp = pool_space()
+    now = f"pool {os.environ.get('DAOS_POOL', '')}: {sp[1] / 1e9:.1f} of {sp[0] / 1e9:.1f} GB free now" if sp else ""
+    return (
+        f"{now + '; ' if now else ''}if the plugin's log says a key written by this run 'does not exist', the pool "
+        "ran short and the plugin evicted the run's oldest keys (evict=true, keeping evict_keep_free percent free; "
+        "NIXL_LOG_LEVEL=INFO shows the eviction lines; a destroyed container's space comes back only tens of seconds "
+        "later): give the run a larger pool (ci/bench.sh starts one of 10 GiB) or a smaller --scale/--real-warmup-gib"
+    )

@@ -4,12 +4,18 @@
 with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
 
     .venv/bin/python -m bench.side_by_side SIM_RESULTS_DIR [REAL_RESULTS_DIR[,MORE_REAL_DIRS]]
+                                           [--depth1 REAL_WINDOW1_DIR] [--ceiling CEILING_JSON]
 
 Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
 smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
 prints, per source, the default policy's ratio to the better of fold and nofold, and above the
 table the machine's load during each run (bench/machine_load.py: CONTENDED when it exceeded the
 CPU count).
+
+With --ceiling (bench/ceiling's JSON from the same engine: raw libdaos, no NIXL, the default
+policy's RPCs for the same layouts) the real default's new-key writes and reads are also shown
+as a ratio of that ceiling; with --depth1 (a kv_bench --real run at --window 1) a second table
+gives the real engine one request at a time: ours, NIXL POSIX on dfuse and the ceiling at depth 1.
 """
 
 from __future__ import annotations
@@ -55,7 +61,82 @@ def sizes(res: dict | None) -> dict[str, str]:
     return out
 
 
+def ceiling_gbps(ceiling: dict | None, res: dict | None, workload: str, op: str, depth: str) -> float | None:
+    """The ceiling's GB/s for `workload` of `res` (matched by keys, descriptors and block), the
+    default policy's shape (sized), new-key write or read, at depth "all" or "1"."""
+    if not ceiling or op not in ("write", "read"):
+        return None
+    w = next((w for w in (res or {}).get("workloads", []) if w["name"] == workload), None)
+    if w is None:
+        return None
+    for c in ceiling.get("cells", []):
+        if (c["keys"], c["layers"], c["block"]) == (w["keys"], w["layers"], w["block"]):
+            if c["shape"] == "sized" and c["depth"] == depth:
+                return c[f"{op}_gbps"] or None
+    return None
+
+
+def spread(x: list[float]) -> str:
+    """min-max of a cell's rounds, as GB/s."""
+    return f"{min(x):.2f}-{max(x):.2f}" if x else "-"
+
+
+def depth1_table(d1: dict, ceiling: dict | None) -> None:
+    print(
+        "\nreal engine, one request at a time (--window 1: a KV fetch on a request's critical path); GB/s, "
+        f"write = new keys; {machine_load.describe(d1.get('load'))}"
+    )
+    has_dfuse = any(r["contender"] == "posix dfuse" for r in d1.get("rows", []))
+    cols = ["real default"] + (["real dfuse"] if has_dfuse else []) + (["ceiling"] if ceiling else [])
+    tail = "   " + ", ".join(
+        (["default / dfuse"] if has_dfuse else []) + (["default / ceiling (ceiling's rounds)"] if ceiling else [])
+    )
+    print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + tail)
+    for w in [w["name"] for w in d1.get("workloads", [])]:
+        for op in ("write", "read"):
+            ours = gbps(d1, "real default", w, op)
+            vals = [ours]
+            rat = []
+            if has_dfuse:
+                fs = gbps(d1, "posix dfuse", w, op)
+                vals.append(fs)
+                if ours and fs:
+                    rat.append(f"vs dfuse {ours / fs:.2f}")
+            if ceiling:
+                c = ceiling_gbps(ceiling, d1, w, op, "1")
+                vals.append(c)
+                if ours and c:
+                    rat.append(f"vs ceiling {ours / c:.2f} ({spread(ceiling_rounds(ceiling, d1, w, op, '1'))})")
+            if any(v is not None for v in vals):
+                print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
+
+
+def ceiling_rounds(ceiling: dict, res: dict, workload: str, op: str, depth: str) -> list[float]:
+    w = next((w for w in res.get("workloads", []) if w["name"] == workload), None)
+    for c in ceiling.get("cells", []) if w else []:
+        if (c["keys"], c["layers"], c["block"]) == (w["keys"], w["layers"], w["block"]):
+            if c["shape"] == "sized" and c["depth"] == depth:
+                return c.get(f"{op}_rounds_gbps", [])
+    return []
+
+
 def main(argv: list[str]) -> int:
+    depth1 = ceiling = None
+    rest = []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--depth1", "--ceiling"):
+            val = next(it, None)
+            if val is None:
+                print(f"{arg} needs a value")
+                return 2
+            if arg == "--depth1":
+                depth1 = load(Path(val))
+            else:
+                ceiling = json.loads(Path(val).read_text())
+        else:
+            rest.append(arg)
+    argv = rest
     if not argv:
         print(__doc__)
         return 2
@@ -90,14 +171,33 @@ def main(argv: list[str]) -> int:
         for c in ("posix dfuse", "posix pil4dfs")
         if real is not None and any(r["contender"] == c for r in real.get("rows", []))
     ]
-    cols = [f"{s} {p}" for s, _, res in srcs for p in POLICIES] + ["POSIX"] + [label for _, label in fs]
-    tail = "   default / better of fold, nofold" + "".join(f", real default / {c.split()[1]}" for c, _ in fs)
+    if ceiling is not None and real is not None:
+        print(
+            f"real ceiling = bench/ceiling on the same engine (raw libdaos, no NIXL, the default policy's RPCs, "
+            f"{ceiling.get('queues')} event queues, window {ceiling.get('window')}, best of {ceiling.get('rounds')} "
+            "rounds; new-key write and read only)"
+        )
+    ceil = ceiling if real is not None else None
+    cols = (
+        [f"{s} {p}" for s, _, res in srcs for p in POLICIES]
+        + ["POSIX"]
+        + [label for _, label in fs]
+        + (["real ceiling"] if ceil else [])
+    )
+    tail = (
+        "   default / better of fold, nofold"
+        + "".join(f", real default / {c.split()[1]}" for c, _ in fs)
+        + (", real default / ceiling" if ceil else "")
+    )
     print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + tail)
     for w in workloads:
         for op in OPS:
             vals = [gbps(res, f"{prefix} {p}", w, op) for _, prefix, res in srcs for p in POLICIES]
             vals.append(best_posix(sim, w, op))
             vals += [gbps(real, c, w, op) for c, _ in fs]
+            c_all = ceiling_gbps(ceil, real, w, op, "all")
+            if ceil:
+                vals.append(c_all)
             rat = []
             for label, prefix, res in srcs:
                 d, f, n = (gbps(res, f"{prefix} {p}", w, op) for p in POLICIES)
@@ -108,6 +208,8 @@ def main(argv: list[str]) -> int:
                 other = gbps(real, c, w, op)
                 if rd and other:
                     rat.append(f"vs {c.split()[1]} {rd / other:.2f}")
+            if rd and c_all:
+                rat.append(f"vs ceiling {rd / c_all:.2f}")
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
     print(
@@ -117,6 +219,8 @@ def main(argv: list[str]) -> int:
             for w in workloads
         )
     )
+    if depth1 is not None:
+        depth1_table(depth1, ceiling)
     return 0
 
 

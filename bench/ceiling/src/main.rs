@@ -4,7 +4,8 @@
 //! same KV layouts, with its own event queues, as an upper bound of what any NIXL backend can
 //! reach on this engine.
 //!
-//! Per measurement: a fresh container (destroyed after), one object whose class DAOS picks from
+//! One container for the run (destroyed at its end; `--fresh-containers`: one per measurement,
+//! destroyed after it), and per measurement keys of its own in one object whose class DAOS picks from
 //! the container's redundancy (`daos_obj_generate_oid2`, class 0, `DAOS_OCH_SHD_MAX`, as
 //! src/daos/mod.rs), an untimed 4 KiB warm-up key, then new-key writes of every key and reads
 //! of every key, every byte verified. RPCs as src/daos/io.rs: one dkey per key (its decimal
@@ -614,13 +615,16 @@ fn fill(buf: &mut [u8], seed: u64) {
 }
 
 /// One measurement: fresh container, writes then verified reads; (write s, read s, RPCs/key).
+/// One measurement on `cont`: new-key writes of every key, then reads; keys numbered from
+/// `first_key` (each measurement its own, so a shared container still gets new keys).
+#[allow(clippy::too_many_arguments)]
 fn measure(
-    conn: &Conn,
+    cont: &Cont,
     bufs: &mut Bufs,
     lay: Layout,
     shape: Shape,
     window: usize,
-    label: &str,
+    first_key: u64,
     seed: u64,
 ) -> Result<(f64, f64, usize), String> {
     let n = lay.bytes() as usize;
@@ -631,16 +635,15 @@ fn measure(
         let m = c.len().min(8);
         c[..m].copy_from_slice(&st[..m]);
     }
-    let cont = Cont::create(conn, label)?;
     // Untimed warm-up (as bench/fold_policy.py): opens the container on the engine and loads the
     // object's layout in the client.
     let warm = b"warm".to_vec();
     for update in [true, false] {
         let base = if update { bufs.src.as_ptr() } else { bufs.dst.as_mut_ptr() as *const u8 } as u64;
         let mut ops = vec![Op::new(0, &warm, &[Extent { offset: 0, len: 4096, addr: base }], update, 0)];
-        run_ops(&cont, &mut ops, 1, 1)?;
+        run_ops(cont, &mut ops, 1, 1)?;
     }
-    let dkeys: Vec<Vec<u8>> = (0..lay.keys).map(|k| ((1u64 << 40) + k).to_string().into_bytes()).collect();
+    let dkeys: Vec<Vec<u8>> = (0..lay.keys).map(|k| (first_key + k).to_string().into_bytes()).collect();
     let mut rpcs_per_key = 0;
     let mut times = [0.0f64; 2];
     for (t, update) in [true, false].into_iter().enumerate() {
@@ -663,7 +666,7 @@ fn measure(
                 ops.push(Op::new(k as usize, &dkey, &exts, update, seed));
             }
         }
-        times[t] = run_ops(&cont, &mut ops, lay.keys as usize, window)?;
+        times[t] = run_ops(cont, &mut ops, lay.keys as usize, window)?;
     }
     if bufs.src[..n] != bufs.dst[..n] {
         let at = bufs.src[..n].iter().zip(&bufs.dst[..n]).position(|(a, b)| a != b).unwrap_or(0);
@@ -685,6 +688,7 @@ struct Args {
     target: u64,
     shapes: Vec<String>,
     depths: Vec<String>,
+    fresh_containers: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -697,6 +701,7 @@ fn parse_args() -> Result<Args, String> {
         target: DEFAULT_RPC_TARGET_BYTES,
         shapes: vec!["fold".into(), "sized".into()],
         depths: vec!["all".into(), "1".into()],
+        fresh_containers: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -707,6 +712,10 @@ fn parse_args() -> Result<Args, String> {
         if name == "-h" || name == "--help" {
             println!("{}", USAGE);
             std::process::exit(0);
+        }
+        if name == "--fresh-containers" {
+            a.fresh_containers = true;
+            continue;
         }
         let mut val = || inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"));
         let num = |v: String| v.parse::<u64>().map_err(|_| format!("{name}: {v:?} is not a number"));
@@ -737,7 +746,7 @@ fn parse_args() -> Result<Args, String> {
 
 const USAGE: &str =
     "usage: nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,200x8x64k,64x64x4k,40x1x8m] \
-[--queues N] [--window 64] [--target BYTES] [--shapes fold,sized,spreadN,dkeysN] [--depths all,1]\n\
+[--queues N] [--window 64] [--target BYTES] [--shapes fold,sized,spreadN,dkeysN] [--depths all,1] [--fresh-containers]\n\
 env: DAOS_POOL, NIXL_DAOS_LIBDAOS (libdaos.so or libdaos_sim.so), DAOS_SYSTEM (default daos_server)";
 
 fn load(path: &str) -> Result<Lib, String> {
@@ -802,11 +811,16 @@ fn real_main() -> Result<(), String> {
     fill(&mut bufs.src, 0x005e_ed0f_da05);
     println!(
         "ceiling: raw libdaos {path}, pool {pool} (system {system}), {} event queues, window {} keys (depth all), \
-         rpc_target_bytes {}, best of {} rounds, fresh container per measurement{}",
+         rpc_target_bytes {}, best of {} rounds, {}{}",
         a.queues,
         a.window,
         a.target,
         a.rounds,
+        if a.fresh_containers {
+            "a fresh container per measurement"
+        } else {
+            "one container, new keys per measurement"
+        },
         if lib.cont_destroy.is_some() { "" } else { " (no daos_cont_destroy: daos-sim reset_data)" }
     );
     let shapes: Vec<Shape> = a.shapes.iter().map(|s| Shape::parse(s, a.target)).collect::<Result<_, _>>()?;
@@ -844,6 +858,12 @@ fn real_main() -> Result<(), String> {
             }
         }
     }
+    // One container for the run by default: a container destroyed between measurements has its
+    // space reclaimed by the engine in the background for tens of seconds (bench/real_pool.py),
+    // on the cores the next measurement needs, which made this "ceiling" slower than the plugin
+    // in cells where kv_bench had waited for the pool. --fresh-containers: one per measurement.
+    let shared =
+        if a.fresh_containers { None } else { Some(Cont::create(&conn, &format!("ceiling-{}", std::process::id()))?) };
     let t0 = Instant::now();
     let mut n = 0u64;
     for r in 0..a.rounds {
@@ -855,7 +875,11 @@ fn real_main() -> Result<(), String> {
             n += 1;
             let c = &cells[i];
             let label = format!("ceiling-{}-{}", std::process::id(), n);
-            let (w, rd, rpk) = measure(&conn, &mut bufs, c.lay, c.shape, c.depth, &label, 0x9e37_79b9_7f4a_7c15 ^ n)?;
+            let fresh = if a.fresh_containers { Some(Cont::create(&conn, &label)?) } else { None };
+            let cont = fresh.as_ref().or(shared.as_ref()).expect("a container");
+            let first_key = (1u64 << 40) + n * 1_000_000;
+            let (w, rd, rpk) = measure(cont, &mut bufs, c.lay, c.shape, c.depth, first_key, 0x9e37_79b9_7f4a_7c15 ^ n)?;
+            drop(fresh);
             let c = &mut cells[i];
             c.rpk = rpk;
             c.w.push(w);

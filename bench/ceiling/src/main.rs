@@ -945,6 +945,9 @@ fn real_main() -> Result<(), String> {
         std::fs::write(out, doc).map_err(|e| format!("--out {out}: {e}"))?;
         println!("wrote {out}");
     }
+    // The run's container is closed and destroyed while the pool is still connected (its Drop
+    // after daos_fini aborted in libdaos's handle lookup).
+    drop(shared);
     // SAFETY: nothing in flight; handles from above.
     unsafe {
         for &eqh in &conn.eqs {

@@ -61,19 +61,21 @@ def sizes(res: dict | None) -> dict[str, str]:
     return out
 
 
-def ceiling_gbps(ceiling: dict | None, res: dict | None, workload: str, op: str, depth: str) -> float | None:
-    """The ceiling's GB/s for `workload` of `res` (matched by keys, descriptors and block), the
-    default policy's shape (sized), new-key write or read, at depth "all" or "1"."""
-    if not ceiling or op not in ("write", "read"):
-        return None
+def ceiling_cell(ceiling: dict | None, res: dict | None, workload: str, depth: str) -> dict | None:
+    """The ceiling's cell for `workload` of `res` (matched by keys, descriptors and block), in the
+    default policy's shape (sized), at depth "all" or "1"."""
     w = next((w for w in (res or {}).get("workloads", []) if w["name"] == workload), None)
-    if w is None:
-        return None
-    for c in ceiling.get("cells", []):
+    for c in (ceiling or {}).get("cells", []) if w else []:
         if (c["keys"], c["layers"], c["block"]) == (w["keys"], w["layers"], w["block"]):
             if c["shape"] == "sized" and c["depth"] == depth:
-                return c[f"{op}_gbps"] or None
+                return c
     return None
+
+
+def ceiling_gbps(ceiling: dict | None, res: dict | None, workload: str, op: str, depth: str) -> float | None:
+    """The ceiling's best GB/s there, for a new-key write or a read (it times nothing else)."""
+    c = ceiling_cell(ceiling, res, workload, depth) if op in ("write", "read") else None
+    return (c[f"{op}_gbps"] or None) if c else None
 
 
 def spread(x: list[float]) -> str:
@@ -106,18 +108,10 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
                 c = ceiling_gbps(ceiling, d1, w, op, "1")
                 vals.append(c)
                 if ours and c:
-                    rat.append(f"vs ceiling {ours / c:.2f} ({spread(ceiling_rounds(ceiling, d1, w, op, '1'))})")
+                    rounds = (ceiling_cell(ceiling, d1, w, "1") or {}).get(f"{op}_rounds_gbps", [])
+                    rat.append(f"vs ceiling {ours / c:.2f} ({spread(rounds)})")
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
-
-
-def ceiling_rounds(ceiling: dict, res: dict, workload: str, op: str, depth: str) -> list[float]:
-    w = next((w for w in res.get("workloads", []) if w["name"] == workload), None)
-    for c in ceiling.get("cells", []) if w else []:
-        if (c["keys"], c["layers"], c["block"]) == (w["keys"], w["layers"], w["block"]):
-            if c["shape"] == "sized" and c["depth"] == depth:
-                return c.get(f"{op}_rounds_gbps", [])
-    return []
 
 
 def main(argv: list[str]) -> int:

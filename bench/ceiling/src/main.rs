@@ -17,7 +17,8 @@
 //! over the event queues, each drained by its own thread in daos_eq_poll (src/lanes.rs).
 //!
 //!     nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,...] [--queues N]
-//!                       [--window 64] [--target BYTES] [--shapes fold,sized] [--depths all,1]
+//!                       [--window 64] [--target BYTES] [--shapes fold,sized,spreadN,dkeysN]
+//!                       [--depths all,1] [--fresh-containers]
 //!
 //! Environment: DAOS_POOL (pool label), NIXL_DAOS_LIBDAOS (libdaos.so or daos-sim's
 //! libdaos_sim.so), DAOS_SYSTEM (default daos_server).
@@ -686,7 +687,8 @@ struct Args {
     queues: usize,
     window: usize,
     target: u64,
-    shapes: Vec<String>,
+    /// Parsed once every argument is in (`sized` takes `--target`, wherever it came).
+    shapes: Vec<Shape>,
     depths: Vec<String>,
     fresh_containers: bool,
 }
@@ -699,10 +701,11 @@ fn parse_args() -> Result<Args, String> {
         queues: default_queues(),
         window: 64,
         target: DEFAULT_RPC_TARGET_BYTES,
-        shapes: vec!["fold".into(), "sized".into()],
+        shapes: vec![],
         depths: vec!["all".into(), "1".into()],
         fresh_containers: false,
     };
+    let mut shapes = "fold,sized".to_string();
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -728,14 +731,12 @@ fn parse_args() -> Result<Args, String> {
             "--queues" => a.queues = num(val()?)?.clamp(1, 64) as usize,
             "--window" => a.window = num(val()?)?.max(1) as usize,
             "--target" => a.target = num(val()?)?.max(1),
-            "--shapes" => a.shapes = val()?.split(',').map(str::to_string).collect(),
+            "--shapes" => shapes = val()?,
             "--depths" => a.depths = val()?.split(',').map(str::to_string).collect(),
             _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
         }
     }
-    for s in &a.shapes {
-        Shape::parse(s, a.target)?;
-    }
+    a.shapes = shapes.split(',').map(|s| Shape::parse(s, a.target)).collect::<Result<_, _>>()?;
     for d in &a.depths {
         if d != "all" && d != "1" {
             return Err(format!("--depths: {d:?}: choose from all, 1"));
@@ -823,7 +824,7 @@ fn real_main() -> Result<(), String> {
         },
         if lib.cont_destroy.is_some() { "" } else { " (no daos_cont_destroy: daos-sim reset_data)" }
     );
-    let shapes: Vec<Shape> = a.shapes.iter().map(|s| Shape::parse(s, a.target)).collect::<Result<_, _>>()?;
+    let shapes = &a.shapes;
     let depths: Vec<usize> = a.depths.iter().map(|d| if d == "all" { a.window } else { 1 }).collect();
     // (layout, shape, depth) -> best write s, best read s, rpcs/key, all rounds
     struct Cell {
@@ -837,7 +838,7 @@ fn real_main() -> Result<(), String> {
     }
     let mut cells: Vec<Cell> = Vec::new();
     for &lay in &a.layouts {
-        for &shape in &shapes {
+        for &shape in shapes {
             let rpk = plan_key(
                 &(0..lay.layers).map(|l| Extent { offset: l * lay.block, len: lay.block, addr: 0 }).collect::<Vec<_>>(),
                 shape,

@@ -169,7 +169,7 @@ def main(argv: list[str]) -> int:
         print(
             f"real ceiling = bench/ceiling on the same engine (raw libdaos, no NIXL, the default policy's RPCs, "
             f"{ceiling.get('queues')} event queues, window {ceiling.get('window')}, best of {ceiling.get('rounds')} "
-            "rounds; new-key write and read only)"
+            f"rounds in {ceiling.get('passes', 1)} pass(es) around kv_bench's steps; new-key write and read only)"
         )
     ceil = ceiling if real is not None else None
     cols = (

@@ -4,9 +4,9 @@
 rounds of every pass, the best as the cell's figure.
 
 ci/bench-real.sh runs the ceiling in passes around kv_bench's steps, not all of it first: one
-engine's speed drifts within a run (on a fresh pool the ceiling read 8 MiB values at depth 1 at
-1.54 GB/s, later in the same engine's life at 0.92-1.04 GB/s, beside kv_bench runs at 0.83-0.87),
-so a ceiling measured only at the start is not a bound for what ran later.
+engine's speed drifts within a run (in one run the ceiling read 8 MiB values at depth 1 at 1.54
+GB/s on the fresh pool, later in the same engine's life at 0.92-1.04 GB/s, beside kv_bench runs at
+0.83-0.87), so a ceiling measured only at the start is not a bound for what ran later.
 
     python -m bench.ceiling_merge OUT.json PASS.json [PASS.json ...]
 

@@ -615,9 +615,9 @@ fn fill(buf: &mut [u8], seed: u64) {
     }
 }
 
-/// One measurement: fresh container, writes then verified reads; (write s, read s, RPCs/key).
 /// One measurement on `cont`: new-key writes of every key, then reads; keys numbered from
-/// `first_key` (each measurement its own, so a shared container still gets new keys).
+/// `first_key` (each measurement its own, so a shared container still gets new keys); every
+/// byte read is verified. Returns (write s, read s, RPCs per key).
 #[allow(clippy::too_many_arguments)]
 fn measure(
     cont: &Cont,

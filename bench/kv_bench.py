@@ -14,7 +14,9 @@ Contenders: the DAOS plugin with its default fold policy (fold=auto), fold=true 
 on daos-sim with no modeled cost (the plugin's and the simulator's own overhead), fold and nofold
 with a modeled network (+net; see NetModel in kv_net.py and the comment above it: a link below this machine's
 copy rate and a serialised per-RPC cost), or with --real on a real DAOS pool (real-default,
-real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload); POSIX
+real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload, each
+workload in --passes passes over the contenders, their order rotated, the fastest rep counting,
+so that ratios compare contenders that met the engine in the same state); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
 the same bytes with 1 thread and with one thread per core, first and again last (the faster
 counts; a change of more than 15% is reported as NOISY).
@@ -130,7 +132,18 @@ def parse_args(argv=None):
         "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
         "posix-uring, memcpy-1t, memcpy-nt); default memcpy,daos,posix (--real: real)",
     )
-    ap.add_argument("--reps", type=int, default=3, help="repetitions per op at least; the median counts")
+    ap.add_argument(
+        "--reps",
+        type=int,
+        default=3,
+        help="repetitions per op at least (per pass with --real); the median counts (with --real: the fastest)",
+    )
+    ap.add_argument(
+        "--passes",
+        type=int,
+        default=4,
+        help="--real: passes over the contenders per workload, their order rotated each pass; the fastest rep counts",
+    )
     ap.add_argument("--min-time", type=float, default=0.5, help="repeat short ops until they sum to this many seconds")
     ap.add_argument(
         "--max-reps",
@@ -202,6 +215,8 @@ def parse_args(argv=None):
         a.contenders = "real" if a.real else "memcpy,daos,posix"
         if a.real and os.environ.get("NIXL_DAOS_DFUSE_DIR"):
             a.contenders += ",posix-dfuse"
+    if a.passes < 1:
+        raise SystemExit(f"--passes {a.passes}: give at least 1")
     if a.real and any(x.strip().startswith("daos") for x in a.contenders.split(",")):
         raise SystemExit("--real runs no daos-sim contender (daos, daos-*): run them without --real")
     return a
@@ -238,8 +253,13 @@ def main(argv=None) -> int:
         if a.real
         else "the embedded daos-sim"
     )
+    how = (
+        f"the fastest of {a.passes} pass(es) per workload over the contenders, order rotated, >= {a.reps} reps each"
+        if a.real
+        else f"median of >= {a.reps} reps"
+    )
     print(
-        f"nixl-daos KV benchmark on {where}: {a.cores} cores, scale {a.scale:g}, median of >= {a.reps} reps "
+        f"nixl-daos KV benchmark on {where}: {a.cores} cores, scale {a.scale:g}, {how} "
         f"(short ops repeated to >= {a.min_time:g} s, at most {a.max_reps}; ops of >= {a.max_op_time:g} s "
         f"stop there, after at least 1), window {a.window} key-requests, poll sleep {a.poll_ms:g} ms"
     )
@@ -287,17 +307,28 @@ def main(argv=None) -> int:
         )
 
     bench = Bench(a, sim, bufs)
-    passes: list = []
+    passes: list[int] = []
     try:
         if a.real and a.real_warmup_gib > 0:
             real_warmup(bench, a.real_warmup_gib, workloads)
         contenders = build_contenders(a, sim, shm, a.cores, net)
-        # A real engine: two passes, the second in reverse order (kv_harness.merge_passes says why).
-        passes = [contenders, contenders[::-1]] if a.real and len(contenders) > 1 else [contenders]
-        for i, cs in enumerate(passes):
-            if len(passes) > 1:
-                print(f"- pass {i + 1} of {len(passes)}: {', '.join(c.name for c in cs)}", flush=True)
-            for c in cs:
+        if a.real:
+            # A real engine: each workload in --passes passes over the contenders, their order
+            # rotated from pass to pass, so that every contender meets the engine as it is at
+            # that time, in every position (kv_harness.merge_passes says why).
+            passes = list(range(a.passes))
+            n = len(contenders)
+            for w in workloads:
+                for p in passes:
+                    cs = [c for c in contenders[p % n :] + contenders[: p % n] if c.name not in bench.unavailable]
+                    print(f"- {w.name}, pass {p + 1} of {a.passes}: {', '.join(c.name for c in cs)}", flush=True)
+                    for c in cs:
+                        first = len(bench.rows)
+                        bench.run_contender(c, [w], query)
+                        for r in bench.rows[first:]:
+                            r.pass_no = p
+        else:
+            for c in contenders:
                 bench.run_contender(c, workloads, query)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
@@ -305,7 +336,7 @@ def main(argv=None) -> int:
             bench.failures[-1] += f" ({real_pool.space_hint()})"
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:
-        if len(passes) > 1:  # also after an abort: one row per (contender, workload, op)
+        if passes:  # also after an abort: one row per (contender, workload, op)
             bench.rows = merge_passes(bench.rows)
         if sim is not None:
             calm(sim)

@@ -30,6 +30,10 @@ class Row:
     verified: bool = True
     note: str = ""
     best: bool = False  # t is the fastest rep, not the median (real engine: see merge_passes)
+    pass_no: int = 0  # the pass over the contenders this row's reps ran in (real engine)
+    # GB/s of each pass's fastest rep, by pass (merge_passes): the passes of a real run
+    # interleave the contenders, so pass k of two contenders met about the same engine.
+    passes: dict[int, float] = field(default_factory=dict)
 
     @property
     def t(self) -> float:
@@ -38,6 +42,13 @@ class Row:
     @property
     def gbps(self) -> float:
         return self.nbytes / self.t / GB if self.nbytes else 0.0
+
+    @property
+    def gbps_range(self) -> tuple[float, float] | None:
+        """GB/s of the slowest and of the fastest rep."""
+        if not (self.times and self.nbytes):
+            return None
+        return self.nbytes / max(self.times) / GB, self.nbytes / min(self.times) / GB
 
     @property
     def dps(self) -> float:
@@ -166,13 +177,14 @@ class Harness:
 
 
 def merge_passes(rows: list[Row]) -> list[Row]:
-    """One row per (contender, workload, op) from several passes over the contenders: every
-    rep of every pass, timed by the fastest (`best`). A real engine runs the contenders in two
-    passes, the second in reverse order, because whatever runs first after a container's
+    """One row per (contender, workload, op) from several passes over the contenders (`rows` in
+    the order they ran): every rep of every pass, timed by the fastest (`best`), and each pass's
+    fastest in `passes`. A real engine runs the contenders of each workload in several passes,
+    their order rotated from pass to pass, because whatever runs first after a container's
     destroy shares the engine with DAOS's background reclaim of that container's space (the
     first contender after the warm-up wrote new keys at 0.4-0.6x of the same RPCs a minute
     later), and noise on a shared machine only ever slows a rep down. Only the GB/s is the
-    fastest rep's: the CPU, run-queue and latency columns pool every rep of both passes."""
+    fastest rep's: the CPU, run-queue and latency columns pool every rep of every pass."""
     merged: dict[tuple[str, str, str], Row] = {}
     for r in rows:
         k = (r.contender, r.workload, r.op)
@@ -187,9 +199,12 @@ def merge_passes(rows: list[Row]) -> list[Row]:
                     "rpcs": list(r.rpcs),
                     "runq": list(r.runq),
                     "best": True,
+                    "passes": {r.pass_no: r.gbps_range[1]} if r.gbps_range else {},
                 }
             )
             continue
+        if r.gbps_range:
+            m.passes[r.pass_no] = max(m.passes.get(r.pass_no, 0.0), r.gbps_range[1])
         for f in ("times", "cpu", "lat", "rpcs", "runq"):
             getattr(m, f).extend(getattr(r, f))
         m.verified = m.verified and r.verified

@@ -9,7 +9,7 @@ import csv
 import json
 from pathlib import Path
 
-from bench import machine_load
+from bench import kv_passes, machine_load
 
 # "write": to new keys (the headline write); "overwrite": the same keys again
 XFER_OPS = ("write", "overwrite", "read")
@@ -66,7 +66,7 @@ class Lookup:
 
 def print_table(rows) -> None:
     head = (
-        f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'desc/s':>10} {'RPCs':>7} "
+        f"{'contender':<18} {'workload':<8} {'op':<9} {'GB/s':>7} {'reps GB/s':>11} {'desc/s':>10} {'RPCs':>7} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'CPU s/GB':>8} {'reps':>4}"
     )
     print(head)
@@ -76,13 +76,15 @@ def print_table(rows) -> None:
             print(f"{r.contender:<18} {r.workload:<8} {r.op:<9} {r.note}")
             continue
         gbps = _fmt(r.gbps, ".2f") if r.nbytes else "-"
+        lo_hi = r.gbps_range
+        spread = f"{lo_hi[0]:.2f}-{lo_hi[1]:.2f}" if lo_hi else "-"
         rpcs = str(int(sorted(r.rpcs)[len(r.rpcs) // 2])) if r.rpcs else "-"
         p50 = r.pct(50)
         p99 = r.pct(99)
         cpu = _fmt(r.cpu_per_gb, ".3f") if r.nbytes else "-"
         mark = "" if r.verified else "  WRONG DATA"
         print(
-            f"{r.contender:<18} {r.workload:<8} {r.op:<9} {gbps:>7} {r.dps:>10.0f} {rpcs:>7} "
+            f"{r.contender:<18} {r.workload:<8} {r.op:<9} {gbps:>7} {spread:>11} {r.dps:>10.0f} {rpcs:>7} "
             f"{_fmt(p50 and p50 * 1e3, '.2f'):>8} {_fmt(p99 and p99 * 1e3, '.2f'):>8} {cpu:>8} {len(r.times):>4}{mark}"
         )
 
@@ -242,15 +244,26 @@ def draw_plot(look: Lookup, path: Path) -> str | None:
     ax = axes[0][0]
     width = 0.8 / max(1, len(names))
     for i, n in enumerate(names):
-        ys = []
+        ys, lo, hi = [], [], []
         for wl, op in groups:
             r = look.get(n, wl, op) or look.get(n, wl, "copy")
-            ys.append(r.gbps if r else 0.0)
-        ax.bar([g + i * width for g in range(len(groups))], ys, width, label=n)
+            y = r.gbps if r else 0.0
+            rng = r.gbps_range if r else None
+            ys.append(y)
+            lo.append(y - rng[0] if rng else 0.0)
+            hi.append(rng[1] - y if rng else 0.0)
+        # whiskers: the slowest and the fastest rep
+        ax.bar([g + i * width for g in range(len(groups))], ys, width, label=n, yerr=[lo, hi], capsize=2)
     ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
     ax.set_xticklabels([f"{wl}\n{op}" for wl, op in groups])
-    ax.set_ylabel("GB/s (median)")
-    ax.set_title("KV transfers through NIXL (memcpy: the same bytes copied in process)")
+    fastest = any(r.best for r in xfer)
+    ax.set_ylabel("GB/s (fastest rep)" if fastest else "GB/s (median)")
+    memcpy = any(r.contender.startswith("memcpy") for r in xfer)
+    ax.set_title(
+        "KV transfers through NIXL"
+        + (" (memcpy: the same bytes copied in process)" if memcpy else "")
+        + "; whiskers: slowest and fastest rep"
+    )
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     if query:
@@ -278,6 +291,13 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
     print_ratios(rs)
     nc = net_check(look, meta.get("net_model") or {})
     print_net_check(nc, meta.get("net_model") or {})
+    passes = {(r.contender, r.workload, r.op): r.passes for r in look.rows if r.passes}
+    pv = kv_passes.verdicts(passes, meta["workloads"], "real") if meta.get("where") == "real" else None
+    lines = kv_passes.describe(pv) if pv else []
+    if lines:
+        print("\nfold policies pass by pass (the default's ratio, median of passes; ranked only beyond the A/A band):")
+        for line in lines:
+            print(f"  {line}")
     ts = targets(look, {w["name"]: w["keys"] for w in meta["workloads"]})
     print("\ntargets (ratios within this run):")
     for t in ts:
@@ -309,6 +329,8 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
                 "cpu_seconds": r.cpu,
                 "runq_seconds": r.runq,
                 "gbps": r.gbps if r.times and r.nbytes else None,
+                "gbps_range": list(r.gbps_range) if r.gbps_range else None,
+                "passes": sorted(r.passes.items()),
                 "descs_per_s": r.dps if r.times else None,
                 "rpcs": r.rpcs,
                 "p50_ms": (r.pct(50) or 0) * 1e3 if r.lat else None,
@@ -319,7 +341,18 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
             }
         )
     (out / "results.json").write_text(
-        json.dumps({**meta, "rows": records, "ratios": rs, "net_check": nc, "drift": dr, "targets": ts}, indent=1)
+        json.dumps(
+            {
+                **meta,
+                "rows": records,
+                "ratios": rs,
+                "net_check": nc,
+                "drift": dr,
+                "targets": ts,
+                "policies": pv,
+            },
+            indent=1,
+        )
     )
     cols = [
         "contender",
@@ -337,11 +370,15 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
         "note",
     ]
     with open(out / "results.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, cols + ["rpcs_median"], extrasaction="ignore")
+        w = csv.DictWriter(f, cols + ["rpcs_median", "gbps_slowest_rep", "gbps_fastest_rep"], extrasaction="ignore")
         w.writeheader()
         for rec in records:
             rpcs = sorted(rec["rpcs"])
-            w.writerow(rec | {"rpcs_median": rpcs[len(rpcs) // 2] if rpcs else ""})
+            lo, hi = rec["gbps_range"] or ("", "")
+            w.writerow(
+                rec
+                | {"rpcs_median": rpcs[len(rpcs) // 2] if rpcs else "", "gbps_slowest_rep": lo, "gbps_fastest_rep": hi}
+            )
     why = draw_plot(look, out / "plot.png") if plot else "no plot (--no-plot)"
     if why:
         print(why)

@@ -21,6 +21,7 @@ class Bench:
         self.harness = Harness(args.window, args.poll_ms / 1000.0, args.timeout, args.handles)
         self.rows: list[Row] = []
         self.failures: list[str] = []
+        self.unavailable: set[str] = set()  # contenders that could not run: later passes skip them
 
     def log(self, msg: str) -> None:
         print(f"  {msg}", flush=True)
@@ -222,6 +223,7 @@ class Bench:
             note = f"unavailable: {type(e).__name__}: {e}"
             self.log(note)
             self.rows.append(Row(c.name, "-", "-", 0, 0, note=note))
+            self.unavailable.add(c.name)
             if c.kind == "daos":  # the plugin is what this measures: it must run (POSIX may be missing)
                 self.failures.append(f"{c.name}: could not run: {type(e).__name__}: {e}")
             return
@@ -238,6 +240,7 @@ class Bench:
                         note = f"unavailable: {type(e).__name__}: {e}"
                         self.log(note)
                         self.rows.append(Row(c.name, w.name, "-", 0, 0, note=note))
+                        self.unavailable.add(c.name)
                         return
                     raise
             if query and not isinstance(c, MemcpyContender) and c.net is None:
@@ -254,7 +257,7 @@ def real_warmup(bench: Bench, gib: float, workloads: list[Workload]) -> None:
     I/O of a fresh engine and client (connections, the engine's first allocations) is paid
     before any contender. It does not make the contenders' order fair: whatever runs right
     after a container's destroy shares the engine with the reclaim of its space (see
-    bench/real_pool.py), which the two passes of a real run even out (kv_harness.merge_passes)."""
+    bench/real_pool.py), which the rotated passes of a real run even out (kv_harness.merge_passes)."""
     block = max(w.nbytes for w in workloads)
     block = min(block, bench.bufs.src.nbytes)
     reps = max(1, round(gib * 2**30 / block))

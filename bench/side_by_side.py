@@ -8,7 +8,8 @@ with the fold policies (default = fold=auto, fold, nofold) as columns, per workl
 
 Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
 smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
-prints, per source, the default policy's ratio to the better of fold and nofold, and above the
+prints, per source, the default policy's ratio to the better of fold and nofold (for the real
+engine with its pass-by-pass verdict, bench/kv_passes.py), and above the
 table the machine's load during each run (bench/machine_load.py: CONTENDED when it exceeded the
 CPU count).
 
@@ -48,6 +49,17 @@ def best_posix(res: dict, workload: str, op: str) -> float | None:
         if r["contender"].startswith("posix") and r["workload"] == workload and r["op"] == op and r["gbps"]
     ]
     return max(xs) if xs else None
+
+
+def verdict(res: dict | None, workload: str, op: str, vs: str) -> str:
+    """The run's pass-by-pass verdict on the default against `vs` (bench/kv_passes.py), if any."""
+    pol = (res or {}).get("policies") or {}
+    for c in pol.get("cells", []):
+        if (c["workload"], c["op"], c["vs"]) == (workload, op, vs):
+            return f" (passes {c['median']:.2f}: {c['verdict']})"
+    if any((c["workload"], c["op"]) == (workload, op) for c in pol.get("aa", [])):
+        return " (A/A: the same RPCs)"
+    return ""
 
 
 def fmt(x: float | None) -> str:
@@ -159,6 +171,13 @@ def main(argv: list[str]) -> int:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
     for label, _, res in srcs:
         print(f"{label}: {machine_load.describe(res.get('load'))}")
+    band = ((real or {}).get("policies") or {}).get("band")
+    if band:
+        print(
+            f"real policies: in brackets, the default's median ratio pass by pass to the better fixed policy and "
+            f"its verdict, ranked only outside {1 / band:.2f}-{band:.2f}, the band of the same RPCs under every "
+            "policy in this run (A/A; bench/kv_passes.py)"
+        )
     # NIXL POSIX on the same engine through DAOS's POSIX layers, where the run has them.
     fs = [
         (c, f"real {c.split()[1]}")
@@ -196,7 +215,8 @@ def main(argv: list[str]) -> int:
             for label, prefix, res in srcs:
                 d, f, n = (gbps(res, f"{prefix} {p}", w, op) for p in POLICIES)
                 if d and (f or n):
-                    rat.append(f"{label} {d / max(f or 0, n or 0):.2f}")
+                    better = "fold" if (f or 0) >= (n or 0) else "nofold"
+                    rat.append(f"{label} {d / max(f or 0, n or 0):.2f}{verdict(res, w, op, better)}")
             rd = gbps(real, "real default", w, op)
             for c, _ in fs:
                 other = gbps(real, c, w, op)

@@ -52,6 +52,13 @@ def main(argv: list[str]) -> int:
             failed = any(f.startswith(f"{r['contender']}: could not run") for f in res.get("failures", []))
             if r.get("note", "").startswith("unavailable") and not failed:
                 findings.append(f"{label}: {r['contender']} could not run here ({r['note']})")
+        pol = res.get("policies") or {}
+        for c in pol.get("cells", []):
+            if c["verdict"] == "behind":
+                findings.append(
+                    f"{label}: the default policy is behind {c['vs']} at {c['workload']} {c['op']} "
+                    f"({c['median']:.2f}, median of passes; the same RPCs differed by up to {pol['band']:.2f}x)"
+                )
         if res.get("drift"):
             findings.append(f"{label}: NOISY, memcpy drifted during the run: {'; '.join(res['drift'])}")
     cal = read(d / "calibrate" / "calibration.json")

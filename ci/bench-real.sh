@@ -52,11 +52,11 @@ ceiling_pass() { # ceiling_pass <name>: one round of both depths -> OUT/real-cei
 	passes+=("$out/real-ceiling/$1.json")
 }
 ceiling_pass before
-step "bench.kv_bench --real" "$vpy" -m bench.kv_bench --real --scale "$scale" --workloads $workloads --reps 2 \
+step "bench.kv_bench --real" "$vpy" -m bench.kv_bench --real --scale "$scale" --workloads $workloads --reps 1 \
 	--window 64 --out "$out/real" $strict
 ceiling_pass between
 step "bench.kv_bench --real --window 1" "$vpy" -m bench.kv_bench --real --window 1 --real-warmup-gib 0.25 --no-plot \
-	--contenders "real-default${NIXL_DAOS_DFUSE_DIR:+,posix-dfuse}" --scale "$scale" --workloads $workloads --reps 2 \
+	--contenders "real-default${NIXL_DAOS_DFUSE_DIR:+,posix-dfuse}" --scale "$scale" --workloads $workloads --reps 1 \
 	--out "$out/real-depth1" $strict
 ceiling_pass after
 have=()

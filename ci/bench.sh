@@ -132,7 +132,7 @@ elif [ -x "$local_daos" ] && [ "$(id -u)" = 0 ]; then
 		if [ -n "${NIXL_DAOS_DFUSE_DIR:-}" ] && [ -f "$pil" ]; then
 			LD_PRELOAD=$pil D_IL_NO_BYPASS=1 timeout --signal=KILL 900 "$BENCH_VPY" -m bench.kv_bench --real \
 				--contenders posix-pil4dfs --real-warmup-gib 0 --scale "$BENCH_SCALE" --workloads ref,small,lmcache \
-				--reps 2 --out "$BENCH_OUT/real-pil4dfs" ||
+				--reps 1 --out "$BENCH_OUT/real-pil4dfs" ||
 				echo "== bench.sh: the pil4dfs contender failed (exit $?; left out of the table)" >&2
 		fi
 		[ -z "${NIXL_DAOS_DFUSE_DIR:-}" ] || umount "$mnt" || umount -l "$mnt"

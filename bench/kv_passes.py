@@ -1,0 +1,99 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The fold policies ranked pass by pass, against the run's own noise (bench/kv_bench.py --real).
+
+A real run times each workload in several passes over the contenders, their order rotated, so
+pass k of two contenders met about the same engine (kv_harness.merge_passes). A policy's ratio
+to another is taken pass by pass, and its median counts. What one run's noise is, the run
+measures itself: a workload of one descriptor per key of at most RPC_TARGET_BYTES (lmcache's
+8 MiB chunks) makes every policy send the same RPCs, one per key, so its policies' ratios are an
+A/A comparison, and the largest of their medians is the run's band. A cell's default is ranked
+ahead of (or behind) a fixed policy only beyond that band; within it the two are even. One run
+can then rank only what differs by more than identical RPCs did in it, which is what holds from
+run to run on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+# The plugin's rpc_target_bytes default (src/config.rs, DEFAULT_RPC_TARGET_BYTES): a layer at
+# most this size is one RPC under fold=auto, as under fold=true and fold=false when it is a
+# key's only descriptor.
+RPC_TARGET_BYTES = 8 << 20
+POLICIES = ("default", "fold", "nofold")
+# Below this the band is taken as this: three or four passes cannot tell a few percent apart.
+MIN_BAND = 1.05
+MIN_PASSES = 3
+
+
+def same_rpcs(workload: dict) -> bool:
+    """Every policy sends the same RPCs for this workload (one per key)."""
+    return workload["layers"] == 1 and workload["block"] <= RPC_TARGET_BYTES
+
+
+def pass_ratios(a: dict[int, float], b: dict[int, float]) -> list[float]:
+    """a's GB/s over b's, pass by pass, over the passes both ran."""
+    return [a[k] / b[k] for k in sorted(a) if k in b and b[k] > 0]
+
+
+def verdicts(passes: dict[tuple[str, str, str], dict[int, float]], workloads: list[dict], prefix: str) -> dict:
+    """`passes`: (contender, workload, op) -> {pass: GB/s of its fastest rep}. Returns the A/A
+    band and, per workload and op, the default's median pass ratio to fold and to nofold with
+    its verdict (ahead, behind, even, or unranked: too few passes or no A/A workload)."""
+    name = {p: f"{prefix} {p}" for p in POLICIES}
+    aa: list[dict] = []
+    for w in [w for w in workloads if same_rpcs(w)]:
+        for (c, wl, op), got in passes.items():
+            if wl != w["name"] or c != name["default"]:
+                continue
+            for other in ("fold", "nofold"):
+                rs = pass_ratios(got, passes.get((name[other], wl, op), {}))
+                if len(rs) >= MIN_PASSES:
+                    m = statistics.median(rs)
+                    aa.append({"workload": wl, "op": op, "vs": other, "median": m, "passes": rs})
+    band = max([max(x["median"], 1 / x["median"]) for x in aa] + [MIN_BAND]) if aa else None
+    cells = []
+    for w in [w for w in workloads if not same_rpcs(w)]:
+        for (c, wl, op), got in passes.items():
+            if wl != w["name"] or c != name["default"]:
+                continue
+            for other in ("fold", "nofold"):
+                rs = pass_ratios(got, passes.get((name[other], wl, op), {}))
+                if not rs:
+                    continue
+                m = statistics.median(rs)
+                if band is None or len(rs) < MIN_PASSES:
+                    v = "unranked"
+                elif m > band:
+                    v = "ahead"
+                elif m < 1 / band:
+                    v = "behind"
+                else:
+                    v = "even"
+                cells.append({"workload": wl, "op": op, "vs": other, "median": m, "passes": rs, "verdict": v})
+    return {"band": band, "aa": aa, "cells": cells}
+
+
+def describe(v: dict) -> list[str]:
+    """The verdicts as lines for the report."""
+    if not v["cells"] and not v["aa"]:
+        return []
+    out = []
+    if v["band"] is None:
+        out.append(
+            "no workload with one RPC per key under every policy (lmcache) in this run, or too few passes: "
+            "the policies are not ranked"
+        )
+    else:
+        aa = ", ".join(f"{x['workload']} {x['op']} vs {x['vs']} {x['median']:.2f}" for x in v["aa"])
+        out.append(
+            f"A/A (the same RPCs under every policy; default / other, median of passes): {aa}; "
+            f"band {1 / v['band']:.2f}-{v['band']:.2f}"
+        )
+    for x in v["cells"]:
+        ps = " ".join(f"{r:.2f}" for r in x["passes"])
+        out.append(
+            f"{x['workload']:<8} {x['op']:<9} default / {x['vs']:<6} {x['median']:5.2f} (passes {ps}): {x['verdict']}"
+        )
+    return out

@@ -312,11 +312,14 @@ def main(argv=None) -> int:
         if a.real and a.real_warmup_gib > 0:
             real_warmup(bench, a.real_warmup_gib, workloads)
         contenders = build_contenders(a, sim, shm, a.cores, net)
-        if a.real:
+        passes = list(range(a.passes)) if a.real else []
+        if len(passes) > 1:
             # A real engine: each workload in --passes passes over the contenders, their order
             # rotated from pass to pass, so that every contender meets the engine as it is at
-            # that time, in every position (kv_harness.merge_passes says why).
-            passes = list(range(a.passes))
+            # that time, in every position (kv_harness.merge_passes says why). With --passes 1
+            # each contender runs every workload in one go, on one NIXL agent (its backend made
+            # once), as the pil4dfs contender needs: run in passes, an agent per workload and
+            # pass, it hung in its ninth (ci/bench.sh).
             n = len(contenders)
             for w in workloads:
                 for p in passes:
@@ -332,7 +335,7 @@ def main(argv=None) -> int:
                 bench.run_contender(c, workloads, query)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
-        if a.real:
+        if a.real and "real" in a.contenders:  # the plugin's pool (a POSIX contender's failure is not about it)
             bench.failures[-1] += f" ({real_pool.space_hint()})"
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:

@@ -10,7 +10,9 @@
 #   3. bench/ceiling: raw libdaos (no NIXL) issuing the default policy's RPCs for the layouts of
 #      steps 1 and 2, in one-round passes around them (before 1, between 1 and 2, after 2), merged
 #      into OUT/real-ceiling/ceiling.json by bench.ceiling_merge;
-#   4. bench.calibrate: daos-sim's cost model fitted to this engine -> OUT/calibrate.
+#   4. bench.calibrate: daos-sim's cost model fitted to this engine -> OUT/calibrate;
+#   5. bench.many_clients: 1, 2, 4 and 8 client processes on the pool, aggregate GB/s and
+#      fairness, every byte verified -> OUT/many-clients.
 #     bash ci/bench-real.sh VPY OUT SCALE [--strict]
 # Every step runs even when one before it failed; the exit status is the first non-zero one
 # (2 with --strict: a target MISSed).
@@ -64,4 +66,6 @@ for f in "${passes[@]}"; do [ -f "$f" ] && have+=("$f"); done
 # ceiling.sh exits 0 without a file when it skips (no compiler, no pool): nothing to merge then.
 [ ${#have[@]} = 0 ] || step "bench.ceiling_merge" "$vpy" -m bench.ceiling_merge "$out/real-ceiling/ceiling.json" "${have[@]}"
 step "bench.calibrate" "$vpy" -m bench.calibrate --out "$out/calibrate" $strict
+# Last, so that its processes share the engine with nothing of the steps above.
+step "bench.many_clients --real" "$vpy" -m bench.many_clients --real --out "$out/many-clients"
 exit $rc

@@ -15,7 +15,7 @@ on daos-sim with no modeled cost (the plugin's and the simulator's own overhead)
 with a modeled network (+net; see NetModel in kv_net.py and the comment above it: a link below this machine's
 copy rate and a serialised per-RPC cost), or with --real on a real DAOS pool (real-default,
 real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload, each
-workload in --passes passes over the contenders, their order rotated, the fastest rep counting,
+workload in --passes passes over the contenders in a balanced order, the fastest rep counting,
 so that ratios compare contenders that met the engine in the same state); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
 the same bytes with 1 thread and with one thread per core, first and again last (the faster
@@ -65,12 +65,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 if "--real" in sys.argv[1:] and __name__ == "__main__":
     # daoskit reads these at import: a real pool (DAOS_POOL) through NIXL_DAOS_LIBDAOS, no daos-sim;
-    # every workload gets a container of its own, so DAOS_CONT only has to be set.
+    # every contender, workload and pass gets a container of its own, so DAOS_CONT only has to be set.
     os.environ["NIXL_DAOS_TESTBED"] = "1"
     os.environ.setdefault("DAOS_CONT", "unused")
 
-from bench import kv_report, real_pool  # noqa: E402
-from bench.kv_contenders import NixlContender, build_contenders, calm  # noqa: E402
+from bench import kv_passes, kv_report, real_pool  # noqa: E402
+from bench.kv_contenders import MemcpyContender, NixlContender, build_contenders, calm  # noqa: E402
 from bench.kv_harness import Harness, cpu_now, merge_passes  # noqa: E402
 from bench.kv_net import (  # noqa: E402
     NET_LINK_MAX_GBPS,
@@ -117,7 +117,7 @@ def parse_args(argv=None):
         "--real",
         action="store_true",
         help="the DAOS contenders run on a real pool (DAOS_POOL, through the libdaos in NIXL_DAOS_LIBDAOS), "
-        "each workload on a container of its own; default contenders: real; no queryMem",
+        "a container of its own per contender, workload and pass (--passes); default contenders: real; no queryMem",
     )
     ap.add_argument(
         "--real-warmup-gib",
@@ -142,7 +142,8 @@ def parse_args(argv=None):
         "--passes",
         type=int,
         default=4,
-        help="--real: passes over the contenders per workload, their order rotated each pass; the fastest rep counts",
+        help="--real: passes over the contenders per workload, in a balanced order (kv_passes.order); "
+        "the fastest rep counts",
     )
     ap.add_argument("--min-time", type=float, default=0.5, help="repeat short ops until they sum to this many seconds")
     ap.add_argument(
@@ -254,7 +255,11 @@ def main(argv=None) -> int:
         else "the embedded daos-sim"
     )
     how = (
-        f"the fastest of {a.passes} pass(es) per workload over the contenders, order rotated, >= {a.reps} reps each"
+        (
+            f"the fastest of {a.passes} passes per workload over the contenders, balanced order, >= {a.reps} reps each"
+            if a.passes > 1
+            else f"one pass (each contender over every workload), the fastest of >= {a.reps} reps"
+        )
         if a.real
         else f"median of >= {a.reps} reps"
     )
@@ -314,28 +319,40 @@ def main(argv=None) -> int:
         contenders = build_contenders(a, sim, shm, a.cores, net)
         passes = list(range(a.passes)) if a.real else []
         if len(passes) > 1:
-            # A real engine: each workload in --passes passes over the contenders, their order
-            # rotated from pass to pass, so that every contender meets the engine as it is at
-            # that time, in every position (kv_harness.merge_passes says why). With --passes 1
-            # each contender runs every workload in one go, on one NIXL agent (its backend made
-            # once), as the pil4dfs contender needs: run in passes, an agent per workload and
-            # pass, it hung in its ninth (ci/bench.sh).
-            n = len(contenders)
+            # A real engine: each workload in --passes passes over the contenders, in a balanced
+            # order (kv_passes.order), so that every contender meets the engine as it is at that
+            # time, in every position and after every other (kv_harness.merge_passes says why).
+            # memcpy, the reference, stays first and its "(end)" copy last. With --passes 1 each
+            # contender runs every workload in one go, on one NIXL agent (its backend made once),
+            # as the pil4dfs contender needs: run in passes, an agent per workload and pass, it
+            # hung in its ninth (ci/bench.sh).
+            ref = [c for c in contenders if isinstance(c, MemcpyContender)]
+            rest = [c for c in contenders if c not in ref]
+            period = len(rest) * (2 if len(rest) % 2 else 1)
+            if len(rest) > 1 and a.passes % period:
+                print(f"  (--passes {a.passes}: the order balances fully over a multiple of {period} passes)")
             for w in workloads:
                 for p in passes:
-                    cs = [c for c in contenders[p % n :] + contenders[: p % n] if c.name not in bench.unavailable]
+                    cs = [c for c in kv_passes.order(rest, p) if c.name not in bench.unavailable]
+                    cs = (
+                        [c for c in ref if not c.name.endswith("(end)")]
+                        + cs
+                        + [c for c in ref if c.name.endswith("(end)")]
+                    )
                     print(f"- {w.name}, pass {p + 1} of {a.passes}: {', '.join(c.name for c in cs)}", flush=True)
                     for c in cs:
                         first = len(bench.rows)
-                        bench.run_contender(c, [w], query)
-                        for r in bench.rows[first:]:
-                            r.pass_no = p
+                        try:
+                            bench.run_contender(c, [w], query)
+                        finally:  # also the rows of a pass that aborted
+                            for r in bench.rows[first:]:
+                                r.pass_no = p
         else:
             for c in contenders:
                 bench.run_contender(c, workloads, query)
     except Exception as e:
         bench.failures.append(f"aborted: {type(e).__name__}: {e}")
-        if a.real and "real" in a.contenders:  # the plugin's pool (a POSIX contender's failure is not about it)
+        if a.real and bench.current_kind == "daos":  # the plugin's pool (not a POSIX contender's failure)
             bench.failures[-1] += f" ({real_pool.space_hint()})"
         print(f"ERROR: {bench.failures[-1]}", file=sys.stderr)
     finally:

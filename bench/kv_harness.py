@@ -180,7 +180,7 @@ def merge_passes(rows: list[Row]) -> list[Row]:
     """One row per (contender, workload, op) from several passes over the contenders (`rows` in
     the order they ran): every rep of every pass, timed by the fastest (`best`), and each pass's
     fastest in `passes`. A real engine runs the contenders of each workload in several passes,
-    their order rotated from pass to pass, because whatever runs first after a container's
+    in a balanced order (kv_passes.order), because whatever runs first after a container's
     destroy shares the engine with DAOS's background reclaim of that container's space (the
     first contender after the warm-up wrote new keys at 0.4-0.6x of the same RPCs a minute
     later), and noise on a shared machine only ever slows a rep down. Only the GB/s is the

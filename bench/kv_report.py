@@ -295,7 +295,10 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
     pv = kv_passes.verdicts(passes, meta["workloads"], "real") if meta.get("where") == "real" else None
     lines = kv_passes.describe(pv) if pv else []
     if lines:
-        print("\nfold policies pass by pass (the default's ratio, median of passes; ranked only beyond the A/A band):")
+        print(
+            "\nfold policies pass by pass (the default's ratio, median of passes; ranked only where every pass "
+            "agrees, beyond the A/A band squared):"
+        )
         for line in lines:
             print(f"  {line}")
     ts = targets(look, {w["name"]: w["keys"] for w in meta["workloads"]})

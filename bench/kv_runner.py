@@ -22,6 +22,7 @@ class Bench:
         self.rows: list[Row] = []
         self.failures: list[str] = []
         self.unavailable: set[str] = set()  # contenders that could not run: later passes skip them
+        self.current_kind = ""  # the kind of the contender running (an abort's hint depends on it)
 
     def log(self, msg: str) -> None:
         print(f"  {msg}", flush=True)
@@ -217,6 +218,7 @@ class Bench:
 
     def run_contender(self, c: Contender, workloads: list[Workload], query: bool) -> None:
         print(f"- {c.name}", flush=True)
+        self.current_kind = c.kind
         try:
             c.open(self.bufs)
         except Exception as e:
@@ -257,12 +259,13 @@ def real_warmup(bench: Bench, gib: float, workloads: list[Workload]) -> None:
     I/O of a fresh engine and client (connections, the engine's first allocations) is paid
     before any contender. It does not make the contenders' order fair: whatever runs right
     after a container's destroy shares the engine with the reclaim of its space (see
-    bench/real_pool.py), which the rotated passes of a real run even out (kv_harness.merge_passes)."""
+    bench/real_pool.py), which the balanced passes of a real run even out (kv_harness.merge_passes)."""
     block = max(w.nbytes for w in workloads)
     block = min(block, bench.bufs.src.nbytes)
     reps = max(1, round(gib * 2**30 / block))
     w = Workload("warmup", 1, 1, block)
     c = RealDaosContender("warm-up", {})
+    bench.current_kind = c.kind
     c.open(bench.bufs)
     t0 = time.perf_counter()
     devs = c.make_storage(w)

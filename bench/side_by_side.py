@@ -26,7 +26,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from bench import machine_load
+from bench import kv_passes, machine_load
 
 OPS = ("write", "overwrite", "read")
 POLICIES = ("default", "fold", "nofold")
@@ -52,15 +52,38 @@ def best_posix(res: dict, workload: str, op: str) -> float | None:
     return max(xs) if xs else None
 
 
-def verdict(res: dict | None, workload: str, op: str, vs: str) -> str:
-    """The run's pass-by-pass verdict on the default against `vs` (bench/kv_passes.py), if any."""
+def verdicts(res: dict | None, workload: str, op: str) -> str:
+    """The run's pass-by-pass verdicts on the default against fold and nofold (bench/kv_passes.py)."""
     pol = (res or {}).get("policies") or {}
-    for c in pol.get("cells", []):
-        if (c["workload"], c["op"], c["vs"]) == (workload, op, vs):
-            return f" (passes {c['median']:.2f}: {c['verdict']})"
+    got = [
+        f"vs {c['vs']} {c['median']:.2f} {c['verdict']}"
+        for c in pol.get("cells", [])
+        if (c["workload"], c["op"]) == (workload, op)
+    ]
+    if got:
+        return f" (passes: {', '.join(got)})"
     if any((c["workload"], c["op"]) == (workload, op) for c in pol.get("aa", [])):
         return " (A/A: the same RPCs)"
     return ""
+
+
+def pass_gbps(res: dict | None, contender: str, workload: str, op: str) -> list[float]:
+    """GB/s of each pass's fastest rep of a contender's row (kv_bench --real), or []."""
+    for r in (res or {}).get("rows", []):
+        if r["contender"] == contender and r["workload"] == workload and r["op"] == op:
+            return [v for _, v in r.get("passes") or []]
+    return []
+
+
+def pass_median(res: dict | None, a: str, b: str, workload: str, op: str) -> float | None:
+    """Median over the passes both ran of a's GB/s over b's (kv_bench --real interleaves its
+    contenders pass by pass: bench/kv_passes.py), or None without pass figures."""
+    got = {}
+    for r in (res or {}).get("rows", []):
+        if r["workload"] == workload and r["op"] == op and r["contender"] in (a, b):
+            got[r["contender"]] = dict(map(tuple, r.get("passes") or []))
+    rs = kv_passes.pass_ratios(got.get(a, {}), got.get(b, {}))
+    return statistics.median(rs) if rs else None
 
 
 def fmt(x: float | None) -> str:
@@ -96,10 +119,13 @@ def spread(x: list[float]) -> str:
     return f"{min(x):.2f}-{max(x):.2f}" if x else "-"
 
 
-def vs_ceiling(ours: float, best: float, rounds: list[float]) -> str:
-    """Ours over the ceiling's best round, and over its median round: the best is usually the
-    pass on the freshest pool, which kv_bench never meets (ci/bench-real.sh)."""
-    med = f", {ours / statistics.median(rounds):.2f} of its median" if len(rounds) > 1 else ""
+def vs_ceiling(ours: float, best: float, rounds: list[float], ours_passes: list[float]) -> str:
+    """Ours over the ceiling's best round (best against best), and the median of ours' passes
+    over the ceiling's median round: the best round is usually the pass on the freshest pool,
+    which kv_bench never meets (ci/bench-real.sh)."""
+    med = ""
+    if len(rounds) > 1 and ours_passes:
+        med = f"; median {statistics.median(ours_passes) / statistics.median(rounds):.2f}"
     return f"vs ceiling {ours / best:.2f} ({spread(rounds)}{med})"
 
 
@@ -111,8 +137,12 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
     has_dfuse = any(r["contender"] == "posix dfuse" for r in d1.get("rows", []))
     cols = ["real default"] + (["real dfuse"] if has_dfuse else []) + (["ceiling"] if ceiling else [])
     tail = "   " + ", ".join(
-        (["default / dfuse"] if has_dfuse else [])
-        + (["default / ceiling's best round (its rounds; / its median round)"] if ceiling else [])
+        (["default / dfuse (median of the passes' ratios)"] if has_dfuse else [])
+        + (
+            ["default / ceiling's best round (its rounds; median of ours' passes / its median round)"]
+            if ceiling
+            else []
+        )
     )
     print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + tail)
     for w in [w["name"] for w in d1.get("workloads", [])]:
@@ -124,13 +154,14 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
                 fs = gbps(d1, "posix dfuse", w, op)
                 vals.append(fs)
                 if ours and fs:
-                    rat.append(f"vs dfuse {ours / fs:.2f}")
+                    m = pass_median(d1, "real default", "posix dfuse", w, op)
+                    rat.append(f"vs dfuse {ours / fs:.2f}" + (f" (passes {m:.2f})" if m else ""))
             if ceiling:
                 c = ceiling_gbps(ceiling, d1, w, op, "1")
                 vals.append(c)
                 if ours and c:
                     rounds = (ceiling_cell(ceiling, d1, w, "1") or {}).get(f"{op}_rounds_gbps", [])
-                    rat.append(vs_ceiling(ours, c, rounds))
+                    rat.append(vs_ceiling(ours, c, rounds, pass_gbps(d1, "real default", w, op)))
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
 
@@ -156,12 +187,14 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     sim = load(Path(argv[0]))
-    real = None
+    real = interleaved = None
     if len(argv) > 1:
         # REAL_RESULTS_DIR[,MORE...]: runs on the same engine (e.g. one with pil4dfs preloaded),
         # their rows merged; the first one's settings and load describe the real column.
         dirs = [d for d in argv[1].split(",") if d]
         real = load(Path(dirs[0]))
+        # Pass-by-pass ratios pair only contenders of one run (interleaved in its passes).
+        interleaved = load(Path(dirs[0]))
         for d in dirs[1:]:
             real["rows"] = real.get("rows", []) + load(Path(d)).get("rows", [])
     srcs = [("real", "real", real)] if real else []
@@ -183,9 +216,10 @@ def main(argv: list[str]) -> int:
     band = ((real or {}).get("policies") or {}).get("band")
     if band:
         print(
-            f"real policies: in brackets, the default's median ratio pass by pass to the better fixed policy and "
-            f"its verdict, ranked only outside {1 / band:.2f}-{band:.2f}, the band of the same RPCs under every "
-            "policy in this run (A/A; bench/kv_passes.py)"
+            f"real policies: in brackets, the default's median ratio pass by pass to fold and to nofold and its "
+            f"verdict: ranked only where every pass agrees and outside {1 / band**2:.2f}-{band**2:.2f}, the square "
+            f"of {band:.2f}, the largest median ratio of the same RPCs under every policy in this run "
+            "(A/A; bench/kv_passes.py)"
         )
     # NIXL POSIX on the same engine through DAOS's POSIX layers, where the run has them.
     fs = [
@@ -224,16 +258,21 @@ def main(argv: list[str]) -> int:
             for label, prefix, res in srcs:
                 d, f, n = (gbps(res, f"{prefix} {p}", w, op) for p in POLICIES)
                 if d and (f or n):
-                    better = "fold" if (f or 0) >= (n or 0) else "nofold"
-                    rat.append(f"{label} {d / max(f or 0, n or 0):.2f}{verdict(res, w, op, better)}")
+                    rat.append(f"{label} {d / max(f or 0, n or 0):.2f}{verdicts(res, w, op)}")
             rd = gbps(real, "real default", w, op)
             for c, _ in fs:
                 other = gbps(real, c, w, op)
                 if rd and other:
-                    rat.append(f"vs {c.split()[1]} {rd / other:.2f}")
+                    m = pass_median(interleaved, "real default", c, w, op)
+                    rat.append(f"vs {c.split()[1]} {rd / other:.2f}" + (f" (passes {m:.2f})" if m else ""))
             if rd and c_all:
                 rat.append(
-                    vs_ceiling(rd, c_all, (ceiling_cell(ceil, real, w, "all") or {}).get(f"{op}_rounds_gbps", []))
+                    vs_ceiling(
+                        rd,
+                        c_all,
+                        (ceiling_cell(ceil, real, w, "all") or {}).get(f"{op}_rounds_gbps", []),
+                        pass_gbps(interleaved, "real default", w, op),
+                    )
                 )
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))

@@ -56,8 +56,9 @@ def main(argv: list[str]) -> int:
         for c in pol.get("cells", []):
             if c["verdict"] == "behind":
                 findings.append(
-                    f"{label}: the default policy is behind {c['vs']} at {c['workload']} {c['op']} "
-                    f"({c['median']:.2f}, median of passes; the same RPCs differed by up to {pol['band']:.2f}x)"
+                    f"{label}: the default policy is behind {c['vs']} at {c['workload']} {c['op']} in every "
+                    f"pass ({c['median']:.2f}, median of passes; beyond the square of the A/A band {pol['band']:.2f}, "
+                    "the largest median ratio of the same RPCs under every policy)"
                 )
         if res.get("drift"):
             findings.append(f"{label}: NOISY, memcpy drifted during the run: {'; '.join(res['drift'])}")

@@ -15,7 +15,7 @@
 #      and the same with libpil4dfs, the same workloads one request at a time (--window 1),
 #      bench/ceiling (raw libdaos, no NIXL, the default policy's RPCs) at depth all and 1, and
 #      bench.many_clients (1-8 client processes on the pool); the contenders of each workload run
-#      in 4 passes, their order rotated, and the fold policies are ranked pass by pass only
+#      in 4 passes in a balanced order, and the fold policies are ranked pass by pass only
 #      beyond the band of the same RPCs under every policy (bench/kv_passes.py);
 #   3. on that real engine, bench.calibrate: fits daos-sim's cost model to it and prints the
 #      issue's four layouts' fold/nofold ratios on both, PASS when within 25%;
@@ -33,7 +33,7 @@
 # to results/<timestamp>/{sim,real,real-depth1,real-ceiling,real-pil4dfs,calibrate,many-clients,
 # evict-sim,evict-real}/, each results JSON with the
 # machine's load (1/5/15-minute load average and CPU count at the start and at the end; a run is
-# CONTENDED when the load exceeded the CPU count: bench/machine_load.py). About 30 minutes on
+# CONTENDED when the load exceeded the CPU count: bench/machine_load.py). About 20 minutes on
 # 2 cores with the real engine (most of it there), 5 without. Same set-up as ci/test.sh.
 # Extra arguments go to the daos-sim run of kv_bench (default --scale 0.4), e.g.
 #   ci/bench.sh --scale 1                        # the full workloads (~10 minutes)
@@ -95,10 +95,10 @@ timeout --signal=KILL 3600 "$VPY" -m bench.kv_bench --out "$out/sim" $strict_arg
 failed_if "bench.kv_bench (daos-sim)" $sim_rc
 
 # The real engine: the DAOS contenders only, at a smaller scale (a RAM-backed pool of a few GiB,
-# and TCP on loopback moves ~1 GB/s), each workload on a container of its own.
+# and TCP on loopback moves ~1 GB/s), a container per contender, workload and pass.
 real_rc=0
-# kv_bench at every key in flight and one at a time, the raw-libdaos ceiling and the calibration
-# (ci/bench-real.sh; each runs even when one before it failed, the first failure's status is
+# kv_bench at every key in flight and one at a time, the raw-libdaos ceiling, the calibration and
+# many clients (ci/bench-real.sh; each runs even when one before it failed, the first failure's status is
 # the line's). A calibration MISS is a finding (exit 0), a step that could not run is a failure.
 real_cmd=(bash ci/bench-real.sh "$VPY" "$out" "$real_scale" $strict_arg)
 local_daos="${NIXL_DAOS_LOCAL:-$ROOT/../shared/daos/daos-local.sh}"

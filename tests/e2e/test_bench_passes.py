@@ -26,23 +26,48 @@ def test_same_rpcs_is_one_descriptor_per_key_up_to_the_target():
     assert not kv_passes.same_rpcs({"name": "big", "keys": 1, "layers": 1, "block": 16 * MiB})
 
 
-def test_ranked_only_beyond_the_band_of_identical_rpcs():
-    # A/A: lmcache's default against fold and nofold, medians 1.10 and 1/1.2 -> band 1.2
+def test_ranked_only_where_every_pass_agrees_beyond_the_band_squared():
+    # A/A: lmcache's default against fold and nofold, medians 1.10 and 1/1.2 -> band 1.2, bar 1.44
     p = passes(
         default_lmcache_write=[1.1, 1.1, 1.1],
         fold_lmcache_write=[1.0, 1.0, 1.0],
         nofold_lmcache_write=[1.32, 1.32, 1.32],
-        default_ref_write=[1.3, 1.3, 1.3],  # 1.3x fold: beyond 1.2 -> ahead
+        default_ref_write=[1.5, 1.5, 1.5],  # 1.5x fold in every pass: beyond 1.44 -> ahead
         fold_ref_write=[1.0, 1.0, 1.0],
-        nofold_ref_write=[1.15, 1.15, 1.15],  # 1.13x nofold: within -> even
+        nofold_ref_write=[1.15, 1.15, 1.15],  # 1.30x nofold: beyond the band, not its square -> even
         default_ref_read=[1.0, 1.0, 1.0],
-        fold_ref_read=[1.3, 1.3, 1.3],  # 0.77x: beyond 1/1.2 -> behind
+        fold_ref_read=[1.6, 1.6, 1.6],  # 0.62x in every pass: beyond 1/1.44 -> behind
+        nofold_ref_read=[0.4, 0.4, 0.9],  # median 2.5x, but one pass 1.11x: every pass agrees -> ahead
+        default_ref_overwrite=[3.0, 3.0, 0.9],
+        fold_ref_overwrite=[1.0, 1.0, 1.0],  # median 3x, one pass below 1 -> even
     )
     v = kv_passes.verdicts(p, [REF, LMC], "real")
-    assert abs(v["band"] - 1.2) < 1e-9
+    assert abs(v["band"] - 1.2) < 1e-9 and abs(v["bar"] - 1.44) < 1e-9
     got = {(c["op"], c["vs"]): c["verdict"] for c in v["cells"]}
-    assert got == {("write", "fold"): "ahead", ("write", "nofold"): "even", ("read", "fold"): "behind"}
-    assert any("band 0.83-1.20" in line for line in kv_passes.describe(v))
+    assert got == {
+        ("write", "fold"): "ahead",
+        ("write", "nofold"): "even",
+        ("read", "fold"): "behind",
+        ("read", "nofold"): "ahead",
+        ("overwrite", "fold"): "even",
+    }
+    assert any("band 0.83-1.20" in line and "outside 0.69-1.44" in line for line in kv_passes.describe(v))
+
+
+def test_order_balances_positions_and_predecessors():
+    from collections import Counter
+
+    for n in (2, 3, 4, 5):
+        items = list(range(n))
+        period = n * (2 if n % 2 else 1)
+        rows = [kv_passes.order(items, p) for p in range(period)]
+        assert all(sorted(r) == items for r in rows)
+        # every item in every position equally often
+        assert set(Counter((r.index(x), x) for r in rows for x in r).values()) == {period // n}
+        # every item right after every other equally often (each ordered pair once per n rows)
+        pairs = Counter((r[i], r[i + 1]) for r in rows for i in range(n - 1))
+        assert len(pairs) == n * (n - 1) and len(set(pairs.values())) == 1
+    assert kv_passes.order(["a"], 3) == ["a"]
 
 
 def test_ratios_pair_the_same_pass_and_take_the_median():
@@ -53,7 +78,8 @@ def test_ratios_pair_the_same_pass_and_take_the_median():
     p = {("real default", "ref", "read"): a, ("real fold", "ref", "read"): b}
     p |= passes(default_lmcache_read=[1, 1, 1], fold_lmcache_read=[1, 1, 1])
     (cell,) = kv_passes.verdicts(p, [REF, LMC], "real")["cells"]
-    assert cell["median"] == 2.0 and cell["verdict"] == "ahead"  # band is the floor, 1.05
+    # band is the floor, 1.05 (bar 1.1025); one pass at 0.5 -> not every pass agrees
+    assert cell["median"] == 2.0 and cell["verdict"] == "even"
 
 
 def test_unranked_without_an_a_a_workload_or_with_too_few_passes():

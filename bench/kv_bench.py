@@ -328,17 +328,14 @@ def main(argv=None) -> int:
             # hung in its ninth (ci/bench.sh).
             ref = [c for c in contenders if isinstance(c, MemcpyContender)]
             rest = [c for c in contenders if c not in ref]
+            head = [c for c in ref if not c.name.endswith("(end)")]
+            tail = [c for c in ref if c.name.endswith("(end)")]
             period = len(rest) * (2 if len(rest) % 2 else 1)
             if len(rest) > 1 and a.passes % period:
                 print(f"  (--passes {a.passes}: the order balances fully over a multiple of {period} passes)")
             for w in workloads:
                 for p in passes:
-                    cs = [c for c in kv_passes.order(rest, p) if c.name not in bench.unavailable]
-                    cs = (
-                        [c for c in ref if not c.name.endswith("(end)")]
-                        + cs
-                        + [c for c in ref if c.name.endswith("(end)")]
-                    )
+                    cs = head + [c for c in kv_passes.order(rest, p) if c.name not in bench.unavailable] + tail
                     print(f"- {w.name}, pass {p + 1} of {a.passes}: {', '.join(c.name for c in cs)}", flush=True)
                     for c in cs:
                         first = len(bench.rows)

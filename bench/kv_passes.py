@@ -64,37 +64,37 @@ def verdicts(passes: dict[tuple[str, str, str], dict[int, float]], workloads: li
     band and, per workload and op, the default's median pass ratio to fold and to nofold with
     its verdict (ahead, behind, even, or unranked: too few passes or no A/A workload)."""
     name = {p: f"{prefix} {p}" for p in POLICIES}
+    aa_names = {w["name"] for w in workloads if same_rpcs(w)}
+    known = {w["name"] for w in workloads}
     aa: list[dict] = []
-    for w in [w for w in workloads if same_rpcs(w)]:
-        for (c, wl, op), got in passes.items():
-            if wl != w["name"] or c != name["default"]:
+    cells = []
+    # The default's ratios to fold and to nofold, per workload and op: A/A where every policy
+    # sends the same RPCs, else a cell to rank against the A/A band.
+    for (c, wl, op), got in passes.items():
+        if c != name["default"] or wl not in known:
+            continue
+        for other in ("fold", "nofold"):
+            rs = pass_ratios(got, passes.get((name[other], wl, op), {}))
+            if not rs:
                 continue
-            for other in ("fold", "nofold"):
-                rs = pass_ratios(got, passes.get((name[other], wl, op), {}))
+            x = {"workload": wl, "op": op, "vs": other, "median": statistics.median(rs), "passes": rs}
+            if wl in aa_names:
                 if len(rs) >= MIN_PASSES:
-                    m = statistics.median(rs)
-                    aa.append({"workload": wl, "op": op, "vs": other, "median": m, "passes": rs})
+                    aa.append(x)
+            else:
+                cells.append(x)
     band = max([max(x["median"], 1 / x["median"]) for x in aa] + [MIN_BAND]) if aa else None
     bar = band**2 if band else None
-    cells = []
-    for w in [w for w in workloads if not same_rpcs(w)]:
-        for (c, wl, op), got in passes.items():
-            if wl != w["name"] or c != name["default"]:
-                continue
-            for other in ("fold", "nofold"):
-                rs = pass_ratios(got, passes.get((name[other], wl, op), {}))
-                if not rs:
-                    continue
-                m = statistics.median(rs)
-                if bar is None or len(rs) < MIN_PASSES:
-                    v = "unranked"
-                elif m > bar and min(rs) > 1:
-                    v = "ahead"
-                elif m < 1 / bar and max(rs) < 1:
-                    v = "behind"
-                else:
-                    v = "even"
-                cells.append({"workload": wl, "op": op, "vs": other, "median": m, "passes": rs, "verdict": v})
+    for x in cells:
+        m, rs = x["median"], x["passes"]
+        if bar is None or len(rs) < MIN_PASSES:
+            x["verdict"] = "unranked"
+        elif m > bar and min(rs) > 1:
+            x["verdict"] = "ahead"
+        elif m < 1 / bar and max(rs) < 1:
+            x["verdict"] = "behind"
+        else:
+            x["verdict"] = "even"
     return {"band": band, "bar": bar, "aa": aa, "cells": cells}
 
 

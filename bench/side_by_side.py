@@ -67,22 +67,18 @@ def verdicts(res: dict | None, workload: str, op: str) -> str:
     return ""
 
 
-def pass_gbps(res: dict | None, contender: str, workload: str, op: str) -> list[float]:
-    """GB/s of each pass's fastest rep of a contender's row (kv_bench --real), or []."""
+def pass_map(res: dict | None, contender: str, workload: str, op: str) -> dict[int, float]:
+    """{pass: GB/s of its fastest rep} of a contender's row (kv_bench --real), or {}."""
     for r in (res or {}).get("rows", []):
         if r["contender"] == contender and r["workload"] == workload and r["op"] == op:
-            return [v for _, v in r.get("passes") or []]
-    return []
+            return dict(map(tuple, r.get("passes") or []))
+    return {}
 
 
 def pass_median(res: dict | None, a: str, b: str, workload: str, op: str) -> float | None:
     """Median over the passes both ran of a's GB/s over b's (kv_bench --real interleaves its
     contenders pass by pass: bench/kv_passes.py), or None without pass figures."""
-    got = {}
-    for r in (res or {}).get("rows", []):
-        if r["workload"] == workload and r["op"] == op and r["contender"] in (a, b):
-            got[r["contender"]] = dict(map(tuple, r.get("passes") or []))
-    rs = kv_passes.pass_ratios(got.get(a, {}), got.get(b, {}))
+    rs = kv_passes.pass_ratios(pass_map(res, a, workload, op), pass_map(res, b, workload, op))
     return statistics.median(rs) if rs else None
 
 
@@ -161,7 +157,7 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
                 vals.append(c)
                 if ours and c:
                     rounds = (ceiling_cell(ceiling, d1, w, "1") or {}).get(f"{op}_rounds_gbps", [])
-                    rat.append(vs_ceiling(ours, c, rounds, pass_gbps(d1, "real default", w, op)))
+                    rat.append(vs_ceiling(ours, c, rounds, list(pass_map(d1, "real default", w, op).values())))
             if any(v is not None for v in vals):
                 print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
 
@@ -194,7 +190,7 @@ def main(argv: list[str]) -> int:
         dirs = [d for d in argv[1].split(",") if d]
         real = load(Path(dirs[0]))
         # Pass-by-pass ratios pair only contenders of one run (interleaved in its passes).
-        interleaved = load(Path(dirs[0]))
+        interleaved = dict(real)
         for d in dirs[1:]:
             real["rows"] = real.get("rows", []) + load(Path(d)).get("rows", [])
     srcs = [("real", "real", real)] if real else []
@@ -271,7 +267,7 @@ def main(argv: list[str]) -> int:
                         rd,
                         c_all,
                         (ceiling_cell(ceil, real, w, "all") or {}).get(f"{op}_rounds_gbps", []),
-                        pass_gbps(interleaved, "real default", w, op),
+                        list(pass_map(interleaved, "real default", w, op).values()),
                     )
                 )
             if any(v is not None for v in vals):

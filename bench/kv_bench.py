@@ -130,7 +130,9 @@ def parse_args(argv=None):
         default=None,
         help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
         "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
-        "posix-uring, memcpy-1t, memcpy-nt); default memcpy,daos,posix (--real: real)",
+        "posix-uring, posix-dfuse, posix-pil4dfs, real-cpp, memcpy-1t, memcpy-nt); default memcpy,daos,posix "
+        "(--real: real, plus posix-dfuse when NIXL_DAOS_DFUSE_DIR is set and real-cpp, the reference C++ plugin "
+        "built by bench/reference.sh, when NIXL_DAOS_CPP_PLUGIN is)",
     )
     ap.add_argument(
         "--reps",
@@ -216,6 +218,8 @@ def parse_args(argv=None):
         a.contenders = "real" if a.real else "memcpy,daos,posix"
         if a.real and os.environ.get("NIXL_DAOS_DFUSE_DIR"):
             a.contenders += ",posix-dfuse"
+        if a.real and os.environ.get("NIXL_DAOS_CPP_PLUGIN"):
+            a.contenders += ",real-cpp"
     if a.passes < 1:
         raise SystemExit(f"--passes {a.passes}: give at least 1")
     if a.real and any(x.strip().startswith("daos") for x in a.contenders.split(",")):

@@ -136,12 +136,11 @@ class DaosContender(NixlContender):
         return self.sim.stats()
 
 
-class RealDaosContender(NixlContender):
-    """The plugin on a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS). Each workload runs on a
-    container of its own, created by the plugin and destroyed after it with the `daos` tool
-    (DAOS_LOCAL_BIN or PATH), since a new-key write cannot free the keys of the one before."""
+class RealPoolContender(NixlContender):
+    """A backend on a real DAOS pool (DAOS_POOL). Each workload runs on a container of its own
+    (new_container), destroyed after it with the `daos` tool (DAOS_LOCAL_BIN or PATH), since a
+    new-key write cannot free the keys of the one before."""
 
-    kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
     _dev = 1 << 40
 
     def __init__(self, name: str, params: dict[str, str]):
@@ -155,11 +154,20 @@ class RealDaosContender(NixlContender):
     def close(self) -> None:
         pass
 
+    def new_container(self, label: str) -> None:
+        """Makes container `label` (or has the backend make it) before the agent opens."""
+        raise NotImplementedError
+
+    def meta_info(self) -> str:
+        """The metaInfo of an object registration."""
+        return ""
+
     def _register(self, w: Workload) -> list[int]:
-        devs = list(range(RealDaosContender._dev, RealDaosContender._dev + w.keys))
-        RealDaosContender._dev += w.keys
+        devs = list(range(RealPoolContender._dev, RealPoolContender._dev + w.keys))
+        RealPoolContender._dev += w.keys
+        meta = self.meta_info()
         self.objs.append(
-            self.agent.register_memory([(0, w.key_bytes, d, "") for d in devs], "OBJ", backends=[self.backend])
+            self.agent.register_memory([(0, w.key_bytes, d, meta) for d in devs], self.mem, backends=[self.backend])
         )
         return devs
 
@@ -170,14 +178,14 @@ class RealDaosContender(NixlContender):
         # that ran out would see the plugin evict its own keys).
         real_pool.wait_for_space(4 * w.nbytes, self.name)
         self.label = f"kvbench-{uuid.uuid4().hex[:12]}"
-        self.params = dict(self.params, container=self.label, create_container="true")
+        self.new_container(self.label)
         super().open(self.bufs)
         # The first I/O to a new container opens it on the engine; a KV store did that long ago.
         devs = self._register(Workload("warm", 1, 1, 4096))
         h = Harness(1, 0.001, 600.0)
         for op, buf in (("WRITE", self.bufs.src), ("READ", self.bufs.dst)):
             local = self.agent.get_xfer_descs([(buf.ctypes.data, 4096, 0)], "DRAM")
-            h.drive(self.agent, op, [(local, self.agent.get_xfer_descs([(0, 4096, devs[0])], "OBJ"))])
+            h.drive(self.agent, op, [(local, self.agent.get_xfer_descs([(0, 4096, devs[0])], self.mem))])
         return self._register(w)
 
     def renew_storage(self, w: Workload) -> list[int]:
@@ -189,6 +197,46 @@ class RealDaosContender(NixlContender):
         self.objs.clear()
         super().close()
         real_pool.destroy_container(self.label)
+
+
+class RealDaosContender(RealPoolContender):
+    """The plugin on a real DAOS pool (DAOS_POOL, NIXL_DAOS_LIBDAOS); it creates each container."""
+
+    kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
+
+    def new_container(self, label: str) -> None:
+        self.params = dict(self.params, container=label, create_container="true")
+
+
+class CppPluginContender(RealPoolContender):
+    """The reference C++ plugin (gluesys/nixl-daos, the plugin this project re-creates), built by
+    bench/reference.sh and loaded beside ours as NIXL backend DAOSCPP (NIXL_DAOS_CPP_PLUGIN names
+    the library), with its defaults (64 I/O threads, a 60 s event-queue deadline). Its object side
+    is FILE: metaInfo "pool/container", devId the object (its id derived from devId), addr the
+    offset, which it maps to dkey = addr / 64 MiB and akey = addr % 64 MiB, so a key's
+    descriptors go out as one RPC per 64 MiB. It opens but does not create its container, so the
+    `daos` tool makes each one."""
+
+    kind, backend, mem = "peer", "DAOSCPP", "FILE"
+
+    def __init__(self, name: str):
+        super().__init__(name, {})
+        so = os.environ.get("NIXL_DAOS_CPP_PLUGIN", "")
+        if not so or not os.path.isfile(so):
+            raise SystemExit(
+                f"{name}: NIXL_DAOS_CPP_PLUGIN={so!r} is not a file: build the reference plugin with "
+                "`bash bench/reference.sh SRC` and set NIXL_DAOS_CPP_PLUGIN to the path it prints"
+            )
+        # Beside ours in the plugin dir: NIXL finds a backend by its file name, libplugin_<name>.so.
+        link = Path(os.environ["NIXL_PLUGIN_DIR"]) / f"libplugin_{self.backend}.so"
+        if not link.exists():
+            link.symlink_to(so)
+
+    def new_container(self, label: str) -> None:
+        real_pool.create_container(label)
+
+    def meta_info(self) -> str:
+        return f"{os.environ['DAOS_POOL']}/{self.label}"
 
 
 class PosixContender(NixlContender):
@@ -277,6 +325,8 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
         "real-default": lambda: RealDaosContender("real default", dict(daos_common)),
         "real-fold": lambda: RealDaosContender("real fold", {**daos_common, "fold": "true"}),
         "real-nofold": lambda: RealDaosContender("real nofold", {**daos_common, "fold": "false"}),
+        # The reference C++ plugin on the same pool (bench/reference.sh builds it from its source).
+        "real-cpp": lambda: CppPluginContender("real cpp"),
         "posix": lambda: PosixContender("posix", {}, shm),
         # NIXL POSIX on a dfuse mount of a POSIX container on the same engine (ci/bench.sh mounts
         # it with caching off, so every read goes to the engine): what a DAOS user would try first.

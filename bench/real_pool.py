@@ -31,6 +31,19 @@ def daos_tool() -> str | None:
     return None
 
 
+def create_container(label: str) -> None:
+    """`daos cont create DAOS_POOL label` (for a backend that opens but does not create its
+    container); an error naming the tool's answer when it cannot."""
+    pool, tool = os.environ.get("DAOS_POOL", ""), daos_tool()
+    if tool is None:
+        raise RuntimeError("no `daos` tool (DAOS_LOCAL_BIN or PATH) to create a container with")
+    r = subprocess.run([tool, "cont", "create", pool, label], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(
+            f"daos cont create {pool} {label}: exit {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}"
+        )
+
+
 def destroy_container(label: str) -> None:
     """`daos cont destroy --force`; a warning (not an error) when it cannot."""
     pool, tool = os.environ.get("DAOS_POOL", ""), daos_tool()

@@ -16,7 +16,8 @@ CPU count).
 With --ceiling (bench/ceiling's JSON from the same engine: raw libdaos, no NIXL, the default
 policy's RPCs for the same layouts) the real default's new-key writes and reads are also shown
 as a ratio of that ceiling; with --depth1 (a kv_bench --real run at --window 1) a second table
-gives the real engine one request at a time: ours, NIXL POSIX on dfuse and the ceiling at depth 1.
+gives the real engine one request at a time: ours, NIXL POSIX on dfuse, the reference C++ plugin
+and the ceiling at depth 1.
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ from pathlib import Path
 from bench import kv_passes, machine_load
 
 OPS = ("write", "overwrite", "read")
+# What a DAOS user could run instead of ours, on the same engine: NIXL POSIX on a dfuse mount,
+# the same with libpil4dfs, and the reference C++ plugin (kv_contenders.CppPluginContender).
+PEERS = ("posix dfuse", "posix pil4dfs", "real cpp")
+
+
+def peer_short(contender: str) -> str:
+    """ "posix dfuse" -> "dfuse", "real cpp" -> "cpp"."""
+    return contender.split()[1]
+
+
+def peer_label(contender: str) -> str:
+    return f"real {peer_short(contender)}"
+
+
 POLICIES = ("default", "fold", "nofold")
 
 
@@ -130,10 +145,10 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
         "\nreal engine, one request at a time (--window 1: a KV fetch on a request's critical path); GB/s, "
         f"write = new keys; {machine_load.describe(d1.get('load'))}"
     )
-    has_dfuse = any(r["contender"] == "posix dfuse" for r in d1.get("rows", []))
-    cols = ["real default"] + (["real dfuse"] if has_dfuse else []) + (["ceiling"] if ceiling else [])
+    peers = [c for c in PEERS if any(r["contender"] == c for r in d1.get("rows", []))]
+    cols = ["real default"] + [peer_label(c) for c in peers] + (["ceiling"] if ceiling else [])
     tail = "   " + ", ".join(
-        (["default / dfuse (median of the passes' ratios)"] if has_dfuse else [])
+        [f"default / {peer_short(c)} (median of the passes' ratios)" for c in peers]
         + (
             ["default / ceiling's best round (its rounds; median of ours' passes / its median round)"]
             if ceiling
@@ -146,12 +161,12 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
             ours = gbps(d1, "real default", w, op)
             vals = [ours]
             rat = []
-            if has_dfuse:
-                fs = gbps(d1, "posix dfuse", w, op)
-                vals.append(fs)
-                if ours and fs:
-                    m = pass_median(d1, "real default", "posix dfuse", w, op)
-                    rat.append(f"vs dfuse {ours / fs:.2f}" + (f" (passes {m:.2f})" if m else ""))
+            for c in peers:
+                other = gbps(d1, c, w, op)
+                vals.append(other)
+                if ours and other:
+                    m = pass_median(d1, "real default", c, w, op)
+                    rat.append(f"vs {peer_short(c)} {ours / other:.2f}" + (f" (passes {m:.2f})" if m else ""))
             if ceiling:
                 c = ceiling_gbps(ceiling, d1, w, op, "1")
                 vals.append(c)
@@ -203,7 +218,8 @@ def main(argv: list[str]) -> int:
             f"real = a real DAOS 2.8 engine ({real['args'].get('scale')}x scale), sim = daos-sim with no modeled cost "
             f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs "
             f"({sim['args'].get('scale')}x), real dfuse = NIXL POSIX on a dfuse mount (caching off) of a POSIX "
-            "container on the same engine, real pil4dfs = the same with libpil4dfs.so intercepting"
+            "container on the same engine, real pil4dfs = the same with libpil4dfs.so intercepting, real cpp = the "
+            "reference C++ plugin (gluesys/nixl-daos, built by bench/reference.sh) on the same pool"
         )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
@@ -219,9 +235,7 @@ def main(argv: list[str]) -> int:
         )
     # NIXL POSIX on the same engine through DAOS's POSIX layers, where the run has them.
     fs = [
-        (c, f"real {c.split()[1]}")
-        for c in ("posix dfuse", "posix pil4dfs")
-        if real is not None and any(r["contender"] == c for r in real.get("rows", []))
+        (c, peer_label(c)) for c in PEERS if real is not None and any(r["contender"] == c for r in real.get("rows", []))
     ]
     if ceiling is not None and real is not None:
         print(
@@ -238,7 +252,7 @@ def main(argv: list[str]) -> int:
     )
     tail = (
         "   default / better of fold, nofold"
-        + "".join(f", real default / {c.split()[1]}" for c, _ in fs)
+        + "".join(f", real default / {peer_short(c)}" for c, _ in fs)
         + (", real default / ceiling" if ceil else "")
     )
     print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + tail)
@@ -260,7 +274,7 @@ def main(argv: list[str]) -> int:
                 other = gbps(real, c, w, op)
                 if rd and other:
                     m = pass_median(interleaved, "real default", c, w, op)
-                    rat.append(f"vs {c.split()[1]} {rd / other:.2f}" + (f" (passes {m:.2f})" if m else ""))
+                    rat.append(f"vs {peer_short(c)} {rd / other:.2f}" + (f" (passes {m:.2f})" if m else ""))
             if rd and c_all:
                 rat.append(
                     vs_ceiling(

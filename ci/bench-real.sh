@@ -4,9 +4,10 @@
 # The real-engine steps of ci/bench.sh, on the pool in DAOS_POOL through the libdaos in
 # NIXL_DAOS_LIBDAOS (the user's, or the local engine ci/bench.sh started):
 #   1. bench.kv_bench --real: the fold policies (and NIXL POSIX on dfuse when NIXL_DAOS_DFUSE_DIR
-#      names a mount), every key in flight (window 64) -> OUT/real;
+#      names a mount, and the reference C++ plugin when NIXL_DAOS_CPP_SRC names its source), every
+#      key in flight (window 64) -> OUT/real;
 #   2. the same workloads one request at a time (--window 1: a KV fetch on a request's critical
-#      path), the default policy and the dfuse contender -> OUT/real-depth1;
+#      path), the default policy, the dfuse contender and the reference plugin -> OUT/real-depth1;
 #   3. bench/ceiling: raw libdaos (no NIXL) issuing the default policy's RPCs for the layouts of
 #      steps 1 and 2, in one-round passes around them (before 1, between 1 and 2, after 2), merged
 #      into OUT/real-ceiling/ceiling.json by bench.ceiling_merge;
@@ -46,6 +47,18 @@ import sys
 from bench.kv_workloads import make_workloads
 print(",".join("%dx%dx%d" % (w.keys, w.layers, w.block) for w in make_workloads(float(sys.argv[1]), sys.argv[2].split(","))))' \
 	"$scale" "$workloads")
+# The reference C++ plugin (gluesys/nixl-daos) as contender real-cpp, interleaved with ours in
+# the kv_bench steps, when NIXL_DAOS_CPP_SRC names its source (bench/reference.sh builds it; no
+# third-party code is kept here). A build that fails leaves it out, with a line: a finding.
+if [ -n "${NIXL_DAOS_CPP_SRC:-}" ] && [ -z "${NIXL_DAOS_CPP_PLUGIN:-}" ]; then
+	mkdir -p "$out"
+	if so=$(bash bench/reference.sh "$NIXL_DAOS_CPP_SRC" 2>"$out/reference-build.log" | tail -1) && [ -f "$so" ]; then
+		export NIXL_DAOS_CPP_PLUGIN=$so
+		echo "== bench-real: the reference C++ plugin: $so" >&2
+	else
+		echo "== bench-real: the reference C++ plugin did not build (left out): $(tail -1 "$out/reference-build.log")" >&2
+	fi
+fi
 mkdir -p "$out/real-ceiling"
 passes=()
 ceiling_pass() { # ceiling_pass <name>: one round of both depths -> OUT/real-ceiling/<name>.json
@@ -58,7 +71,7 @@ step "bench.kv_bench --real" "$vpy" -m bench.kv_bench --real --scale "$scale" --
 	--window 64 --out "$out/real" $strict
 ceiling_pass between
 step "bench.kv_bench --real --window 1" "$vpy" -m bench.kv_bench --real --window 1 --real-warmup-gib 0.25 --no-plot \
-	--contenders "real-default${NIXL_DAOS_DFUSE_DIR:+,posix-dfuse}" --scale "$scale" --workloads $workloads --reps 1 \
+	--contenders "real-default${NIXL_DAOS_DFUSE_DIR:+,posix-dfuse}${NIXL_DAOS_CPP_PLUGIN:+,real-cpp}" --scale "$scale" --workloads $workloads --reps 1 \
 	--out "$out/real-depth1" $strict
 ceiling_pass after
 have=()

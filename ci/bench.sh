@@ -14,7 +14,9 @@
 #      on the same engine (ci/bench-real.sh): NIXL POSIX on a dfuse mount of a POSIX container
 #      and the same with libpil4dfs, the same workloads one request at a time (--window 1),
 #      bench/ceiling (raw libdaos, no NIXL, the default policy's RPCs) at depth all and 1, and
-#      bench.many_clients (1-8 client processes on the pool); the contenders of each workload run
+#      bench.many_clients (1-8 client processes on the pool); with --cpp-src SRC (or
+#      NIXL_DAOS_CPP_SRC), also the reference C++ plugin (gluesys/nixl-daos) built from SRC by
+#      bench/reference.sh (its directory, repository, upstream patch or a URL of one); the contenders of each workload run
 #      in 4 passes in a balanced order, and the fold policies are ranked pass by pass only
 #      beyond the band of the same RPCs under every policy (bench/kv_passes.py);
 #   3. on that real engine, bench.calibrate: fits daos-sim's cost model to it and prints the
@@ -64,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--no-vllm) vllm=0 ;;
 	--vllm-prompts) vllm_prompts=$2; shift ;;
 	--real-scale) real_scale=$2; shift ;;
+	--cpp-src) export NIXL_DAOS_CPP_SRC=$2; shift ;;
 	*) args+=("$1") ;;
 	esac
 	shift

@@ -131,8 +131,8 @@ def parse_args(argv=None):
         help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
         "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
         "posix-uring, posix-dfuse, posix-pil4dfs, real-cpp, memcpy-1t, memcpy-nt); default memcpy,daos,posix "
-        "(--real: real, plus posix-dfuse when NIXL_DAOS_DFUSE_DIR is set and real-cpp, the reference C++ plugin "
-        "built by bench/reference.sh, when NIXL_DAOS_CPP_PLUGIN is)",
+        "(--real: real, plus posix-dfuse when NIXL_DAOS_DFUSE_DIR is set); real-cpp is the reference C++ "
+        "plugin, built by bench/reference.sh, at NIXL_DAOS_CPP_PLUGIN",
     )
     ap.add_argument(
         "--reps",
@@ -218,12 +218,12 @@ def parse_args(argv=None):
         a.contenders = "real" if a.real else "memcpy,daos,posix"
         if a.real and os.environ.get("NIXL_DAOS_DFUSE_DIR"):
             a.contenders += ",posix-dfuse"
-        if a.real and os.environ.get("NIXL_DAOS_CPP_PLUGIN"):
-            a.contenders += ",real-cpp"
     if a.passes < 1:
         raise SystemExit(f"--passes {a.passes}: give at least 1")
     if a.real and any(x.strip().startswith("daos") for x in a.contenders.split(",")):
         raise SystemExit("--real runs no daos-sim contender (daos, daos-*): run them without --real")
+    if not a.real and any(x.strip().startswith("real") for x in a.contenders.split(",")):
+        raise SystemExit("the real-engine contenders (real, real-*) need --real (and DAOS_POOL, NIXL_DAOS_LIBDAOS)")
     return a
 
 
@@ -382,6 +382,14 @@ def main(argv=None) -> int:
         if net
         else {},
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
+        # the reference C++ plugin's settings (its environment), where it ran
+        "cpp_plugin": {
+            k: os.environ[k]
+            for k in ("NIXL_DAOS_CPP_PLUGIN", "NIXL_DAOS_THREADS", "NIXL_DAOS_EQ_TIMEOUT")
+            if k in os.environ
+        }
+        if any(c.strip() == "real-cpp" for c in a.contenders.split(","))
+        else {},
         "failures": bench.failures,
         "load": load.stop(),
     }

@@ -1,8 +1,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """The contenders of bench/kv_bench.py: the DAOS plugin on daos-sim (with and without the modeled
-network) or on a real pool, NIXL's POSIX backend on tmpfs, and numpy's memcpy; build_contenders
-turns --contenders into them."""
+network) or on a real pool, the reference C++ plugin on a real pool, NIXL's POSIX backend on
+tmpfs or on a dfuse mount, and numpy's memcpy; build_contenders turns --contenders into them."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def calm(sim: daoskit.Sim) -> None:
 
 class Contender:
     name = ""
-    kind = ""  # "daos", "posix", "memcpy"
+    kind = ""  # "daos" (ours), "posix", "peer" (another DAOS backend: the reference C++ plugin), "memcpy"
     net = None  # the modeled network of a DAOS "+net" contender
 
     def open(self, bufs: Buffers) -> None: ...
@@ -46,6 +46,7 @@ class NixlContender(Contender):
     def __init__(self, name: str, params: dict[str, str]):
         self.name, self.params = name, params
         self.agent = None
+        self.dram = None
 
     def open(self, bufs: Buffers) -> None:
         from nixl_cu12._api import nixl_agent, nixl_agent_config
@@ -60,7 +61,9 @@ class NixlContender(Contender):
 
     def close(self) -> None:
         if self.agent is not None:
-            self.agent.deregister_memory(self.dram, backends=[self.backend])
+            if self.dram is not None:
+                self.agent.deregister_memory(self.dram, backends=[self.backend])
+            self.dram = None
             self.agent = None  # the C++ agent (and its backend engine) goes with the last reference
 
     # storage of one workload: returns devIds (one per key); drop_storage frees it
@@ -179,24 +182,37 @@ class RealPoolContender(NixlContender):
         real_pool.wait_for_space(4 * w.nbytes, self.name)
         self.label = f"kvbench-{uuid.uuid4().hex[:12]}"
         self.new_container(self.label)
-        super().open(self.bufs)
-        # The first I/O to a new container opens it on the engine; a KV store did that long ago.
-        devs = self._register(Workload("warm", 1, 1, 4096))
-        h = Harness(1, 0.001, 600.0)
-        for op, buf in (("WRITE", self.bufs.src), ("READ", self.bufs.dst)):
-            local = self.agent.get_xfer_descs([(buf.ctypes.data, 4096, 0)], "DRAM")
-            h.drive(self.agent, op, [(local, self.agent.get_xfer_descs([(0, 4096, devs[0])], self.mem))])
-        return self._register(w)
+        try:
+            super().open(self.bufs)
+            # The first I/O to a new container opens it on the engine; a KV store did that long ago.
+            devs = self._register(Workload("warm", 1, 1, 4096))
+            h = Harness(1, 0.001, 600.0)
+            for op, buf in (("WRITE", self.bufs.src), ("READ", self.bufs.dst)):
+                local = self.agent.get_xfer_descs([(buf.ctypes.data, 4096, 0)], "DRAM")
+                h.drive(self.agent, op, [(local, self.agent.get_xfer_descs([(0, 4096, devs[0])], self.mem))])
+            return self._register(w)
+        except BaseException as e:
+            # run_xfer drops the storage only once this returned: free the agent (its backend's
+            # threads and handles) and the container here, or they outlive the failure.
+            try:
+                self.drop_storage()
+            except Exception as tidy:  # the first failure is the one to report
+                print(f"  warning: {self.name}: tidying up after {type(e).__name__}: {type(tidy).__name__}: {tidy}")
+            raise
 
     def renew_storage(self, w: Workload) -> list[int]:
         return self._register(w)
 
     def drop_storage(self) -> None:
-        for o in self.objs:
-            self.agent.deregister_memory(o, backends=[self.backend])
-        self.objs.clear()
-        super().close()
-        real_pool.destroy_container(self.label)
+        try:
+            if self.agent is not None:
+                for o in self.objs:
+                    self.agent.deregister_memory(o, backends=[self.backend])
+                super().close()
+        finally:
+            self.objs.clear()
+            self.agent = None  # also when a deregistration failed: the agent goes with its last reference
+            real_pool.destroy_container(self.label)
 
 
 class RealDaosContender(RealPoolContender):
@@ -228,8 +244,11 @@ class CppPluginContender(RealPoolContender):
                 "`bash bench/reference.sh SRC` and set NIXL_DAOS_CPP_PLUGIN to the path it prints"
             )
         # Beside ours in the plugin dir: NIXL finds a backend by its file name, libplugin_<name>.so.
+        so = os.path.abspath(so)
         link = Path(os.environ["NIXL_PLUGIN_DIR"]) / f"libplugin_{self.backend}.so"
-        if not link.exists():
+        if link.is_symlink() and os.path.realpath(link) != os.path.realpath(so):
+            link.unlink()  # dangling, or another build's
+        if not link.is_symlink():
             link.symlink_to(so)
 
     def new_container(self, label: str) -> None:

@@ -238,11 +238,14 @@ class Bench:
                     self.run_xfer(c, w)
                 except Exception as e:
                     # A POSIX contender that cannot run at all (e.g. io_uring refused by this
-                    # kernel/sandbox), or a peer's backend failing at any point (the reference
+                    # kernel/sandbox), or a peer's backend raising at any point (the reference
                     # C++ plugin): report it and go on without it; ours must run. Wrong bytes
-                    # are in self.failures already (check_read), and fail the run.
+                    # are in self.failures already (check_read) and still fail the run, whoever
+                    # returned them. A crash inside a peer's C++ (it runs in this process)
+                    # cannot be caught here and ends the run.
                     if (c.kind == "posix" and not self.rows_of(c.name)) or c.kind == "peer":
-                        note = f"unavailable: {type(e).__name__}: {e}"
+                        wrong = any(f.startswith(f"{c.name} ") for f in self.failures)
+                        note = f"{'wrong data' if wrong else 'unavailable'}: {type(e).__name__}: {e}"
                         self.log(note)
                         self.rows.append(Row(c.name, w.name, "-", 0, 0, note=note))
                         self.unavailable.add(c.name)

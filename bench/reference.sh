@@ -14,7 +14,7 @@
 #     src/plugins/daos, or a checkout of the repository, which has them there),
 #   - its upstream patch (upstream/0001-plugins-add-DAOS-storage-backend.patch), applied to an
 #     empty directory,
-#   - an http(s) URL of either file (downloaded with curl).
+#   - an http(s) URL of that patch (downloaded with curl).
 # NIXL_SRC: NIXL's source tree or a tarball of it (default: the one in ../shared/third_party),
 #   for its plugin API headers (src/api/cpp). Its logging header pulls in abseil, which the
 #   NIXL wheel does not export to plugins, so bench/reference/compat stands in for it.
@@ -40,7 +40,8 @@ fi
 mkdir -p "$out"
 # Outside this repository: git apply inside a work tree applies to that tree's root.
 work=$(mktemp -d "${TMPDIR:-/tmp}/nixl-daos-reference.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+so=$out/libplugin_DAOSCPP.so
+trap 'rm -rf "$work" "$so.tmp"' EXIT
 
 case $src in
 http://* | https://*)
@@ -50,9 +51,11 @@ http://* | https://*)
 	;;
 esac
 [ -e "$src" ] || die "$src does not exist: give the plugin's directory, the repository or its upstream 0001 patch"
+src=$(realpath "$src") # the patch is applied from another directory
 if [ -f "$src" ]; then
 	# The upstream patch: new files only, so it applies to an empty tree.
-	mkdir -p "$work/tree"
+	# A repository of its own: git apply inside another work tree would apply to that tree's root.
+	git init -q "$work/tree"
 	(cd "$work/tree" && git apply --include='src/plugins/daos/*' "$src") ||
 		die "$src did not apply as a patch to an empty tree: give the plugin's directory or its upstream 0001 patch"
 	src=$work/tree/src/plugins/daos
@@ -79,17 +82,16 @@ fi
 
 prefix=${DAOS_PREFIX:-}
 if [ -z "$prefix" ] && [ -n "${NIXL_DAOS_LIBDAOS:-}" ]; then
-	prefix=$(cd "$(dirname "$NIXL_DAOS_LIBDAOS")/.." && pwd)
+	prefix=$(dirname "$(dirname "$NIXL_DAOS_LIBDAOS")")
 fi
 [ -n "$prefix" ] && [ -f "$prefix/include/daos.h" ] ||
 	die "no DAOS client headers: set DAOS_PREFIX to the prefix holding include/daos.h (or NIXL_DAOS_LIBDAOS to its lib64/libdaos.so.2, as daos-local.sh env does)"
 lib=$prefix/lib64
 [ -d "$lib" ] || lib=$prefix/lib
 
-# C++20 as NIXL's core; -Wno-* only for what the reference's own code warns about here.
-so=$out/libplugin_DAOSCPP.so
+# C++20, as NIXL's core is built with (its plugin headers say plugins must match it).
 say "building $so from $src (NIXL headers $nixl, DAOS $prefix)"
-${CXX:-g++} -std=c++20 -O2 -g -fPIC -shared -o "$so.tmp" \
+${CXX:-g++} -std=c++20 -O2 -g -fPIC -pthread -shared -o "$so.tmp" \
 	-I"$here/reference/compat" -I"$nixl/src/api/cpp" -I"$nixl/src/api/cpp/backend" -I"$nixl/src/utils" \
 	-I"$nixl/src/core/telemetry" -I"$prefix/include" \
 	"$src/daos_backend.cpp" "$src/daos_plugin.cpp" -L"$lib" -ldaos -Wl,-rpath,"$lib" ||

@@ -97,6 +97,29 @@ def pass_median(res: dict | None, a: str, b: str, workload: str, op: str) -> flo
     return statistics.median(rs) if rs else None
 
 
+def merged(runs: list[dict]) -> dict:
+    """The first run (its settings, load, workloads) with the rows of all of them."""
+    out = dict(runs[0])
+    out["rows"] = [r for res in runs for r in res.get("rows", [])]
+    return out
+
+
+def vs_peer(runs: list[dict], peer: str, workload: str, op: str) -> str | None:
+    """ "vs <peer> <ours / peer> (passes <median of the pass-by-pass ratios>)", both taken in the
+    first run that has the peer: the run it was interleaved with ours in (the reference plugin
+    runs beside ours in a run of its own). A run without ours (pil4dfs, in a process of its own)
+    takes ours from the first run, and has no pass figure."""
+    home = next((res for res in runs if gbps(res, peer, workload, op)), None)
+    if home is None:
+        return None
+    other = gbps(home, peer, workload, op)
+    ours = gbps(home, "real default", workload, op) or gbps(runs[0], "real default", workload, op)
+    if not ours:
+        return None
+    m = pass_median(home, "real default", peer, workload, op)
+    return f"vs {peer_short(peer)} {ours / other:.2f}" + (f" (passes {m:.2f})" if m else "")
+
+
 def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
@@ -140,7 +163,8 @@ def vs_ceiling(ours: float, best: float, rounds: list[float], ours_passes: list[
     return f"vs ceiling {ours / best:.2f} ({spread(rounds)}{med})"
 
 
-def depth1_table(d1: dict, ceiling: dict | None) -> None:
+def depth1_table(d1_runs: list[dict], ceiling: dict | None) -> None:
+    d1 = merged(d1_runs)
     print(
         "\nreal engine, one request at a time (--window 1: a KV fetch on a request's critical path); GB/s, "
         f"write = new keys; {machine_load.describe(d1.get('load'))}"
@@ -162,11 +186,10 @@ def depth1_table(d1: dict, ceiling: dict | None) -> None:
             vals = [ours]
             rat = []
             for c in peers:
-                other = gbps(d1, c, w, op)
-                vals.append(other)
-                if ours and other:
-                    m = pass_median(d1, "real default", c, w, op)
-                    rat.append(f"vs {peer_short(c)} {ours / other:.2f}" + (f" (passes {m:.2f})" if m else ""))
+                vals.append(gbps(d1, c, w, op))
+                r = vs_peer(d1_runs, c, w, op)
+                if r:
+                    rat.append(r)
             if ceiling:
                 c = ceiling_gbps(ceiling, d1, w, op, "1")
                 vals.append(c)
@@ -187,8 +210,8 @@ def main(argv: list[str]) -> int:
             if val is None:
                 print(f"{arg} needs a value")
                 return 2
-            if arg == "--depth1":
-                depth1 = load(Path(val))
+            if arg == "--depth1":  # DIR[,MORE...], as the real runs below
+                depth1 = [load(Path(d)) for d in val.split(",") if d]
             else:
                 ceiling = json.loads(Path(val).read_text())
         else:
@@ -199,15 +222,15 @@ def main(argv: list[str]) -> int:
         return 2
     sim = load(Path(argv[0]))
     real = interleaved = None
+    runs: list[dict] = []
     if len(argv) > 1:
-        # REAL_RESULTS_DIR[,MORE...]: runs on the same engine (e.g. one with pil4dfs preloaded),
-        # their rows merged; the first one's settings and load describe the real column.
-        dirs = [d for d in argv[1].split(",") if d]
-        real = load(Path(dirs[0]))
-        # Pass-by-pass ratios pair only contenders of one run (interleaved in its passes).
-        interleaved = dict(real)
-        for d in dirs[1:]:
-            real["rows"] = real.get("rows", []) + load(Path(d)).get("rows", [])
+        # REAL_RESULTS_DIR[,MORE...]: runs on the same engine (e.g. one with pil4dfs preloaded,
+        # one of ours against the reference plugin), their rows merged; the first one's settings,
+        # load and rows describe the real columns. Pass-by-pass ratios pair only contenders of
+        # one run (interleaved in its passes): vs_peer takes both sides from the peer's run.
+        runs = [load(Path(d)) for d in argv[1].split(",") if d]
+        interleaved = runs[0]
+        real = merged(runs)
     srcs = [("real", "real", real)] if real else []
     srcs += [("sim", "daos", sim)]
     workloads = [w["name"] for w in sim["workloads"]]
@@ -219,7 +242,8 @@ def main(argv: list[str]) -> int:
             f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs "
             f"({sim['args'].get('scale')}x), real dfuse = NIXL POSIX on a dfuse mount (caching off) of a POSIX "
             "container on the same engine, real pil4dfs = the same with libpil4dfs.so intercepting, real cpp = the "
-            "reference C++ plugin (gluesys/nixl-daos, built by bench/reference.sh) on the same pool"
+            "reference C++ plugin (gluesys/nixl-daos, built by bench/reference.sh) on the same pool; ours / a peer "
+            "takes ours from the run that peer ran in"
         )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
@@ -233,10 +257,17 @@ def main(argv: list[str]) -> int:
             f"of {band:.2f}, the largest median ratio of the same RPCs under every policy in this run "
             "(A/A; bench/kv_passes.py)"
         )
-    # NIXL POSIX on the same engine through DAOS's POSIX layers, where the run has them.
+    # The peers on the same engine (NIXL POSIX through DAOS's POSIX layers, the reference plugin),
+    # where the runs have them.
     fs = [
         (c, peer_label(c)) for c in PEERS if real is not None and any(r["contender"] == c for r in real.get("rows", []))
     ]
+    cpp = next((res.get("cpp_plugin") for res in runs if res.get("cpp_plugin")), None)
+    if cpp:
+        print(
+            f"real cpp: {cpp.get('NIXL_DAOS_THREADS', '64 (its default)')} I/O threads (NIXL_DAOS_THREADS), "
+            f"event-queue deadline {cpp.get('NIXL_DAOS_EQ_TIMEOUT', '60')} s, in runs of its own beside ours"
+        )
     if ceiling is not None and real is not None:
         print(
             f"real ceiling = bench/ceiling on the same engine (raw libdaos, no NIXL, the default policy's RPCs, "
@@ -271,10 +302,9 @@ def main(argv: list[str]) -> int:
                     rat.append(f"{label} {d / max(f or 0, n or 0):.2f}{verdicts(res, w, op)}")
             rd = gbps(real, "real default", w, op)
             for c, _ in fs:
-                other = gbps(real, c, w, op)
-                if rd and other:
-                    m = pass_median(interleaved, "real default", c, w, op)
-                    rat.append(f"vs {peer_short(c)} {rd / other:.2f}" + (f" (passes {m:.2f})" if m else ""))
+                r = vs_peer(runs, c, w, op)
+                if r:
+                    rat.append(r)
             if rd and c_all:
                 rat.append(
                     vs_ceiling(

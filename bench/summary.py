@@ -39,7 +39,14 @@ def main(argv: list[str]) -> int:
     findings = list(argv[1:])
     failures: list[str] = []
     runs: list[tuple[str, dict | None]] = []
-    for sub, label in (("sim", "kv_bench (daos-sim)"), ("real", "kv_bench (real DAOS)")):
+    for sub, label in (
+        ("sim", "kv_bench (daos-sim)"),
+        ("real", "kv_bench (real DAOS)"),
+        ("real-depth1", "kv_bench (real DAOS, depth 1)"),
+        ("real-pil4dfs", "kv_bench (real DAOS, pil4dfs)"),
+        ("real-cpp", "kv_bench (real DAOS, reference C++ plugin)"),
+        ("real-cpp-depth1", "kv_bench (real DAOS, reference C++ plugin, depth 1)"),
+    ):
         res = read(d / sub / "results.json")
         if res is None:
             continue
@@ -49,7 +56,8 @@ def main(argv: list[str]) -> int:
                 findings.append(f"{label}: MISS {t['target']}: {t['detail']}")
         failures += [f"{label}: {f}" for f in res.get("failures", [])]
         for r in res.get("rows", []):
-            failed = any(f.startswith(f"{r['contender']}: could not run") for f in res.get("failures", []))
+            # A contender with a failure (could not run, wrong bytes) is listed there, not here.
+            failed = any(f.startswith((f"{r['contender']}:", f"{r['contender']} ")) for f in res.get("failures", []))
             if r.get("note", "").startswith("unavailable") and not failed:
                 findings.append(f"{label}: {r['contender']} could not run here ({r['note']})")
         pol = res.get("policies") or {}

@@ -24,9 +24,12 @@ public:
     LogLine(const LogLine &) = delete;
     ~LogLine() {
         if (shown_) {
-            std::cerr << "[reference plugin " << level_ << "] " << text_.str();
-            if (errno_ != 0) std::cerr << ": " << std::strerror(errno_);
-            std::cerr << std::endl;
+            // One write per line, so that lines of the plugin's many threads do not interleave.
+            std::ostringstream line;
+            line << "[reference plugin " << level_ << "] " << text_.str();
+            if (errno_ != 0) line << ": " << std::strerror(errno_);
+            line << '\n';
+            std::cerr << line.str() << std::flush;
         }
         if (fatal_) std::abort();
     }
@@ -63,6 +66,9 @@ private:
 #define NIXL_PDEBUG NIXL_DEBUG.WithPerror()
 #define NIXL_TRACE ::nixl_daos_bench::LogLine("TRACE", false)
 #define NIXL_PTRACE NIXL_TRACE.WithPerror()
+// The empty branch keeps a caller's own `else` from binding to this `if`.
 #define NIXL_ASSERT_ALWAYS(condition) \
-    if (!(condition)) NIXL_FATAL << "assertion failed: " #condition
+    if (condition) {                  \
+    } else                            \
+        NIXL_FATAL << "assertion failed: " #condition
 #define NIXL_ASSERT(condition) NIXL_ASSERT_ALWAYS(condition)

@@ -130,9 +130,10 @@ def parse_args(argv=None):
         default=None,
         help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
         "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
-        "posix-uring, posix-dfuse, posix-pil4dfs, real-cpp, memcpy-1t, memcpy-nt); default memcpy,daos,posix "
-        "(--real: real, plus posix-dfuse when NIXL_DAOS_DFUSE_DIR is set); real-cpp is the reference C++ "
-        "plugin, built by bench/reference.sh, at NIXL_DAOS_CPP_PLUGIN",
+        "posix-uring, posix-dfuse, posix-pil4dfs, real-cpp, real-dfs, memcpy-1t, memcpy-nt); default "
+        "memcpy,daos,posix (--real: real, plus posix-dfuse when NIXL_DAOS_DFUSE_DIR is set); real-cpp is the "
+        "reference C++ plugin at NIXL_DAOS_CPP_PLUGIN, real-dfs NIXL PR #2261's libdfs backend at "
+        "NIXL_DAOS_DFS_PLUGIN, both built by bench/reference.sh",
     )
     ap.add_argument(
         "--reps",
@@ -389,6 +390,9 @@ def main(argv=None) -> int:
             if k in os.environ
         }
         if any(c.strip() == "real-cpp" for c in a.contenders.split(","))
+        else {},
+        "dfs_plugin": {k: os.environ[k] for k in ("NIXL_DAOS_DFS_PLUGIN",) if k in os.environ}
+        if any(c.strip() == "real-dfs" for c in a.contenders.split(","))
         else {},
         "failures": bench.failures,
         "load": load.stop(),

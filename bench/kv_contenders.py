@@ -161,16 +161,17 @@ class RealPoolContender(NixlContender):
         """Makes container `label` (or has the backend make it) before the agent opens."""
         raise NotImplementedError
 
-    def meta_info(self) -> str:
-        """The metaInfo of an object registration."""
+    def meta_info(self, dev: int) -> str:
+        """The metaInfo of object `dev`'s registration."""
         return ""
 
     def _register(self, w: Workload) -> list[int]:
         devs = list(range(RealPoolContender._dev, RealPoolContender._dev + w.keys))
         RealPoolContender._dev += w.keys
-        meta = self.meta_info()
         self.objs.append(
-            self.agent.register_memory([(0, w.key_bytes, d, meta) for d in devs], self.mem, backends=[self.backend])
+            self.agent.register_memory(
+                [(0, w.key_bytes, d, self.meta_info(d)) for d in devs], self.mem, backends=[self.backend]
+            )
         )
         return devs
 
@@ -224,24 +225,20 @@ class RealDaosContender(RealPoolContender):
         self.params = dict(self.params, container=label, create_container="true")
 
 
-class CppPluginContender(RealPoolContender):
-    """The reference C++ plugin (gluesys/nixl-daos, the plugin this project re-creates), built by
-    bench/reference.sh and loaded beside ours as NIXL backend DAOSCPP (NIXL_DAOS_CPP_PLUGIN names
-    the library), with its defaults (64 I/O threads, a 60 s event-queue deadline). Its object side
-    is FILE: metaInfo "pool/container", devId the object (its id derived from devId), addr the
-    offset, which it maps to dkey = addr / 64 MiB and akey = addr % 64 MiB, so a key's
-    descriptors go out as one RPC per 64 MiB. It opens but does not create its container, so the
-    `daos` tool makes each one."""
+class PeerPlugin(RealPoolContender):
+    """Another DAOS plugin for NIXL, built by bench/reference.sh and loaded beside ours under a
+    backend name of its own (`backend`; the library at the environment variable `env`)."""
 
-    kind, backend, mem = "peer", "DAOSCPP", "FILE"
+    kind = "peer"
+    env = ""
 
-    def __init__(self, name: str):
-        super().__init__(name, {})
-        so = os.environ.get("NIXL_DAOS_CPP_PLUGIN", "")
+    def __init__(self, name: str, params: dict[str, str]):
+        super().__init__(name, params)
+        so = os.environ.get(self.env, "")
         if not so or not os.path.isfile(so):
             raise SystemExit(
-                f"{name}: NIXL_DAOS_CPP_PLUGIN={so!r} is not a file: build the reference plugin with "
-                "`bash bench/reference.sh SRC` and set NIXL_DAOS_CPP_PLUGIN to the path it prints"
+                f"{name}: {self.env}={so!r} is not a file: build the plugin with "
+                f"`bash bench/reference.sh {self.short} SRC` and set {self.env} to the path it prints"
             )
         # Beside ours in the plugin dir: NIXL finds a backend by its file name, libplugin_<name>.so.
         so = os.path.abspath(so)
@@ -251,11 +248,45 @@ class CppPluginContender(RealPoolContender):
         if not link.is_symlink():
             link.symlink_to(so)
 
+
+class CppPluginContender(PeerPlugin):
+    """The reference C++ plugin (gluesys/nixl-daos, the plugin this project re-creates), built by
+    bench/reference.sh and loaded beside ours as NIXL backend DAOSCPP (NIXL_DAOS_CPP_PLUGIN names
+    the library), with its defaults (64 I/O threads, a 60 s event-queue deadline). Its object side
+    is FILE: metaInfo "pool/container", devId the object (its id derived from devId), addr the
+    offset, which it maps to dkey = addr / 64 MiB and akey = addr % 64 MiB, so a key's
+    descriptors go out as one RPC per 64 MiB. It opens but does not create its container, so the
+    `daos` tool makes each one."""
+
+    backend, mem, env, short = "DAOSCPP", "FILE", "NIXL_DAOS_CPP_PLUGIN", "cpp"
+
+    def __init__(self, name: str):
+        super().__init__(name, {})
+
     def new_container(self, label: str) -> None:
         real_pool.create_container(label)
 
-    def meta_info(self) -> str:
+    def meta_info(self, dev: int) -> str:
         return f"{os.environ['DAOS_POOL']}/{self.label}"
+
+
+class DfsPluginContender(PeerPlugin):
+    """The libdfs backend of NIXL PR #2261, built by bench/reference.sh and loaded beside ours as
+    NIXL backend DAOSDFS (NIXL_DAOS_DFS_PLUGIN names the library), with its defaults (one event
+    queue and its progress thread). It keeps each key as a file of a POSIX container through
+    libdfs (metaInfo: the file's path in the container, addr: the offset; DFS cuts a file into
+    1 MiB chunks on dkeys of their own), the container made by the backend (create_container)."""
+
+    backend, mem, env, short = "DAOSDFS", "OBJ", "NIXL_DAOS_DFS_PLUGIN", "dfs"
+
+    def __init__(self, name: str):
+        super().__init__(name, {})
+
+    def new_container(self, label: str) -> None:
+        self.params = {"pool": os.environ["DAOS_POOL"], "container": label, "create_container": "true"}
+
+    def meta_info(self, dev: int) -> str:
+        return f"k{dev}"
 
 
 class PosixContender(NixlContender):
@@ -346,6 +377,8 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
         "real-nofold": lambda: RealDaosContender("real nofold", {**daos_common, "fold": "false"}),
         # The reference C++ plugin on the same pool (bench/reference.sh builds it from its source).
         "real-cpp": lambda: CppPluginContender("real cpp"),
+        # The libdfs backend of NIXL PR #2261 on the same pool (bench/reference.sh dfs builds it).
+        "real-dfs": lambda: DfsPluginContender("real dfs"),
         "posix": lambda: PosixContender("posix", {}, shm),
         # NIXL POSIX on a dfuse mount of a POSIX container on the same engine (ci/bench.sh mounts
         # it with caching off, so every read goes to the engine): what a DAOS user would try first.

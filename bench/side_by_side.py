@@ -31,8 +31,9 @@ from bench import kv_passes, machine_load
 
 OPS = ("write", "overwrite", "read")
 # What a DAOS user could run instead of ours, on the same engine: NIXL POSIX on a dfuse mount,
-# the same with libpil4dfs, and the reference C++ plugin (kv_contenders.CppPluginContender).
-PEERS = ("posix dfuse", "posix pil4dfs", "real cpp")
+# the same with libpil4dfs, the reference C++ plugin and NIXL PR #2261's libdfs backend
+# (kv_contenders.CppPluginContender, DfsPluginContender).
+PEERS = ("posix dfuse", "posix pil4dfs", "real cpp", "real dfs")
 
 
 def peer_short(contender: str) -> str:
@@ -242,8 +243,8 @@ def main(argv: list[str]) -> int:
             f"({sim['args'].get('scale')}x), POSIX = the best NIXL POSIX contender on tmpfs "
             f"({sim['args'].get('scale')}x), real dfuse = NIXL POSIX on a dfuse mount (caching off) of a POSIX "
             "container on the same engine, real pil4dfs = the same with libpil4dfs.so intercepting, real cpp = the "
-            "reference C++ plugin (gluesys/nixl-daos, built by bench/reference.sh) on the same pool; ours / a peer "
-            "takes ours from the run that peer ran in"
+            "reference C++ plugin (gluesys/nixl-daos) and real dfs = NIXL PR #2261's libdfs backend, both built by "
+            "bench/reference.sh, on the same pool; ours / a peer takes ours from the run that peer ran in"
         )
     else:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")

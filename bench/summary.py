@@ -44,8 +44,8 @@ def main(argv: list[str]) -> int:
         ("real", "kv_bench (real DAOS)"),
         ("real-depth1", "kv_bench (real DAOS, depth 1)"),
         ("real-pil4dfs", "kv_bench (real DAOS, pil4dfs)"),
-        ("real-cpp", "kv_bench (real DAOS, reference C++ plugin)"),
-        ("real-cpp-depth1", "kv_bench (real DAOS, reference C++ plugin, depth 1)"),
+        ("real-peers", "kv_bench (real DAOS, other DAOS plugins)"),
+        ("real-peers-depth1", "kv_bench (real DAOS, other DAOS plugins, depth 1)"),
     ):
         res = read(d / sub / "results.json")
         if res is None:

@@ -10,10 +10,11 @@
 #   3. bench/ceiling: raw libdaos (no NIXL) issuing the default policy's RPCs for the layouts of
 #      steps 1 and 2, in one-round passes around them (before 1, between 1 and 2, after 2), merged
 #      into OUT/real-ceiling/ceiling.json by bench.ceiling_merge;
-#   3b. when NIXL_DAOS_CPP_SRC names the reference C++ plugin's source (bench/reference.sh builds
-#      it): the default policy and that plugin, pass by pass, at window 64 and 1 -> OUT/real-cpp,
-#      OUT/real-cpp-depth1 (runs of their own: a fifth or third contender in steps 1 and 2 would
-#      unbalance their pass order, kv_passes.order, which the policy verdicts rest on);
+#   3b. when NIXL_DAOS_CPP_SRC or NIXL_DAOS_DFS_SRC names the source of another DAOS plugin (the
+#      reference C++ plugin, NIXL PR #2261's libdfs backend; bench/reference.sh builds them): the
+#      default policy and those plugins, pass by pass, at window 64 and 1 -> OUT/real-peers,
+#      OUT/real-peers-depth1 (runs of their own: more contenders in steps 1 and 2 would unbalance
+#      their pass order, kv_passes.order, which the policy verdicts rest on);
 #   4. bench.calibrate: daos-sim's cost model fitted to this engine -> OUT/calibrate;
 #   5. bench.many_clients: 1, 2, 4 and 8 client processes on the pool, aggregate GB/s and
 #      fairness, every byte verified -> OUT/many-clients.
@@ -50,18 +51,24 @@ import sys
 from bench.kv_workloads import make_workloads
 print(",".join("%dx%dx%d" % (w.keys, w.layers, w.block) for w in make_workloads(float(sys.argv[1]), sys.argv[2].split(","))))' \
 	"$scale" "$workloads")
-# The reference C++ plugin (gluesys/nixl-daos) as contender real-cpp (step 3b), when
-# NIXL_DAOS_CPP_SRC names its source (bench/reference.sh builds it; no third-party code is kept
-# here). A build that fails leaves it out, with a line: a finding.
-if [ -n "${NIXL_DAOS_CPP_SRC:-}" ] && [ -z "${NIXL_DAOS_CPP_PLUGIN:-}" ]; then
-	mkdir -p "$out"
-	if so=$(bash bench/reference.sh "$NIXL_DAOS_CPP_SRC" 2>"$out/reference-build.log" | tail -1) && [ -f "$so" ]; then
-		export NIXL_DAOS_CPP_PLUGIN=$so
-		echo "== bench-real: the reference C++ plugin: $so" >&2
-	else
-		echo "== bench-real: the reference C++ plugin did not build (left out): $(tail -1 "$out/reference-build.log")" >&2
+# The other DAOS plugins for NIXL (step 3b), each when the caller names its source: the
+# reference C++ plugin (gluesys/nixl-daos, NIXL_DAOS_CPP_SRC) as contender real-cpp, NIXL PR
+# #2261's libdfs backend (NIXL_DAOS_DFS_SRC) as real-dfs. bench/reference.sh builds them; no
+# third-party code is kept here. A build that fails leaves that peer out, with a line: a finding.
+peers=""
+for kind in cpp dfs; do
+	src_var=NIXL_DAOS_${kind^^}_SRC so_var=NIXL_DAOS_${kind^^}_PLUGIN
+	if [ -n "${!src_var:-}" ] && [ -z "${!so_var:-}" ]; then
+		mkdir -p "$out"
+		if so=$(bash bench/reference.sh $kind "${!src_var}" 2>"$out/reference-$kind-build.log" | tail -1) && [ -f "$so" ]; then
+			export "$so_var=$so"
+			echo "== bench-real: the $kind plugin: $so" >&2
+		else
+			echo "== bench-real: the $kind plugin did not build (left out): $(tail -1 "$out/reference-$kind-build.log")" >&2
+		fi
 	fi
-fi
+	[ -z "${!so_var:-}" ] || peers="$peers,real-$kind"
+done
 mkdir -p "$out/real-ceiling"
 passes=()
 ceiling_pass() { # ceiling_pass <name>: one round of both depths -> OUT/real-ceiling/<name>.json
@@ -81,17 +88,21 @@ have=()
 for f in "${passes[@]}"; do [ -f "$f" ] && have+=("$f"); done
 # ceiling.sh exits 0 without a file when it skips (no compiler, no pool): nothing to merge then.
 [ ${#have[@]} = 0 ] || step "bench.ceiling_merge" "$vpy" -m bench.ceiling_merge "$out/real-ceiling/ceiling.json" "${have[@]}"
-if [ -n "${NIXL_DAOS_CPP_PLUGIN:-}" ]; then
-	# Its worker pool at 8 threads (NIXL_DAOS_CPP_THREADS), the best of 2, 4, 8, 16 and its
-	# default 64 here: on 2 cores, at 64 (and 16) its 4 KiB new-key writes fell to 0.002-0.008
-	# GB/s, and at 64 its 8 MiB reads to 0.5 (ours 1.3 in the same passes); at 8, 0.07 and 0.93.
+if [ -n "$peers" ]; then
+	# The C++ plugin's worker pool at 8 threads (NIXL_DAOS_CPP_THREADS), the best of 2, 4, 8, 16
+	# and its default 64 here: on 2 cores, at 64 (and 16) its 4 KiB new-key writes fell to
+	# 0.002-0.008 GB/s, and at 64 its 8 MiB reads to 0.5 (ours 1.3 in the same passes); at 8,
+	# 0.07 and 0.93. The libdfs backend runs with its defaults.
 	export NIXL_DAOS_THREADS=${NIXL_DAOS_CPP_THREADS:-8}
+	# Ours and one peer balance over 4 passes, ours and two over 6 (kv_passes.order).
+	np=4
+	[ "${peers//[^,]/}" = "," ] || np=6
 	for win in 64 1; do
-		sub=real-cpp
-		[ $win = 64 ] || sub=real-cpp-depth1
-		step "bench.kv_bench --real --contenders real-default,real-cpp --window $win" "$vpy" -m bench.kv_bench --real \
-			--window $win --real-warmup-gib 0.25 --no-plot --contenders real-default,real-cpp --scale "$scale" \
-			--workloads $workloads --reps 1 --out "$out/$sub" $strict
+		sub=real-peers
+		[ $win = 64 ] || sub=real-peers-depth1
+		step "bench.kv_bench --real --contenders real-default$peers --window $win" "$vpy" -m bench.kv_bench --real \
+			--window $win --real-warmup-gib 0.25 --no-plot --contenders "real-default$peers" --passes $np \
+			--scale "$scale" --workloads $workloads --reps 1 --out "$out/$sub" $strict
 	done
 fi
 step "bench.calibrate" "$vpy" -m bench.calibrate --out "$out/calibrate" $strict

@@ -15,9 +15,10 @@
 #      and the same with libpil4dfs, the same workloads one request at a time (--window 1),
 #      bench/ceiling (raw libdaos, no NIXL, the default policy's RPCs) at depth all and 1, and
 #      bench.many_clients (1-8 client processes on the pool); with --cpp-src SRC (or
-#      NIXL_DAOS_CPP_SRC), also the reference C++ plugin (gluesys/nixl-daos) built from SRC by
-#      bench/reference.sh (its plugin directory, a checkout, its upstream patch or the patch's
-#      URL), against ours pass by pass in runs of their own; the contenders of each workload run
+#      NIXL_DAOS_CPP_SRC) the reference C++ plugin (gluesys/nixl-daos), with --dfs-src SRC (or
+#      NIXL_DAOS_DFS_SRC) NIXL PR #2261's libdfs backend, each built from SRC by bench/reference.sh
+#      (its plugin directory, a checkout, a patch that adds it or the patch's URL), against ours
+#      pass by pass in runs of their own; the contenders of each workload run
 #      in 4 passes in a balanced order, and the fold policies are ranked pass by pass only
 #      beyond the band of the same RPCs under every policy (bench/kv_passes.py);
 #   3. on that real engine, bench.calibrate: fits daos-sim's cost model to it and prints the
@@ -33,7 +34,7 @@
 # bench/ is a Python package: every step runs as `$VPY -m bench.<module>` from the repository root.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
-# to results/<timestamp>/{sim,real,real-depth1,real-ceiling,real-pil4dfs,real-cpp,real-cpp-depth1,calibrate,many-clients,
+# to results/<timestamp>/{sim,real,real-depth1,real-ceiling,real-pil4dfs,real-peers,real-peers-depth1,calibrate,many-clients,
 # evict-sim,evict-real}/, each results JSON with the
 # machine's load (1/5/15-minute load average and CPU count at the start and at the end; a run is
 # CONTENDED when the load exceeded the CPU count: bench/machine_load.py). About 20 minutes on
@@ -50,7 +51,9 @@
 # was wrong, one of the plugin's contenders could not run, or a prerequisite was missing that
 # could not be installed; with --strict a MISSed target fails the run too.
 set -euo pipefail
-caller_dir=$PWD # setup.sh moves to the repository root; --cpp-src is relative to where it was given
+caller_dir=$PWD # setup.sh moves to the repository root; --cpp-src/--dfs-src are relative to where they were given
+# from_caller <path or URL>: as given, if absolute or a URL, else relative to the caller's directory
+from_caller() { case $1 in /* | http://* | https://*) echo "$1" ;; *) echo "$caller_dir/$1" ;; esac; }
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 "$VPY" -c 'import matplotlib' 2>/dev/null || pip_install matplotlib || say "no matplotlib: the results have no plot"
@@ -68,13 +71,8 @@ while [ $# -gt 0 ]; do
 	--no-vllm) vllm=0 ;;
 	--vllm-prompts) vllm_prompts=$2; shift ;;
 	--real-scale) real_scale=$2; shift ;;
-	--cpp-src)
-		case $2 in
-		/* | http://* | https://*) export NIXL_DAOS_CPP_SRC=$2 ;;
-		*) export NIXL_DAOS_CPP_SRC=$caller_dir/$2 ;;
-		esac
-		shift
-		;;
+	--cpp-src) NIXL_DAOS_CPP_SRC=$(from_caller "$2") && export NIXL_DAOS_CPP_SRC && shift ;;
+	--dfs-src) NIXL_DAOS_DFS_SRC=$(from_caller "$2") && export NIXL_DAOS_DFS_SRC && shift ;;
 	*) args+=("$1") ;;
 	esac
 	shift
@@ -172,11 +170,11 @@ if [ -f "$out/sim/results.json" ]; then
 	reals=""
 	[ -f "$out/real/results.json" ] && reals="$out/real"
 	[ -n "$reals" ] && [ -f "$out/real-pil4dfs/results.json" ] && reals="$reals,$out/real-pil4dfs"
-	[ -n "$reals" ] && [ -f "$out/real-cpp/results.json" ] && reals="$reals,$out/real-cpp"
+	[ -n "$reals" ] && [ -f "$out/real-peers/results.json" ] && reals="$reals,$out/real-peers"
 	extra=()
 	d1=""
 	[ -n "$reals" ] && [ -f "$out/real-depth1/results.json" ] && d1="$out/real-depth1"
-	[ -n "$d1" ] && [ -f "$out/real-cpp-depth1/results.json" ] && d1="$d1,$out/real-cpp-depth1"
+	[ -n "$d1" ] && [ -f "$out/real-peers-depth1/results.json" ] && d1="$d1,$out/real-peers-depth1"
 	[ -z "$d1" ] || extra+=(--depth1 "$d1")
 	[ -n "$reals" ] && [ -f "$out/real-ceiling/ceiling.json" ] && extra+=(--ceiling "$out/real-ceiling/ceiling.json")
 	"$VPY" -m bench.side_by_side "$out/sim" $reals "${extra[@]}" || sbs_rc=$?

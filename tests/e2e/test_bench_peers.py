@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench import side_by_side
-from bench.kv_contenders import CppPluginContender, NixlContender, RealDaosContender
+from bench.kv_contenders import CppPluginContender, DfsPluginContender, NixlContender, RealDaosContender
 from bench.kv_runner import Bench
 from bench.kv_workloads import Workload
 
@@ -94,7 +94,7 @@ def test_a_run_without_peers_has_no_peer_columns(tmp_path, capsys):
 def test_the_reference_contender_names_its_missing_library_and_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("NIXL_PLUGIN_DIR", str(tmp_path))
     monkeypatch.delenv("NIXL_DAOS_CPP_PLUGIN", raising=False)
-    with pytest.raises(SystemExit, match="bench/reference.sh SRC"):
+    with pytest.raises(SystemExit, match="bench/reference.sh cpp SRC"):
         CppPluginContender("real cpp")
     monkeypatch.setenv("NIXL_DAOS_CPP_PLUGIN", str(tmp_path / "nope.so"))
     with pytest.raises(SystemExit, match="nope.so"):
@@ -161,7 +161,7 @@ def test_the_real_pool_contenders_name_their_containers(monkeypatch, tmp_path):
     ours = RealDaosContender("real default", {"fold": "true"})
     ours.new_container("kvbench-x")  # ours creates it itself
     assert ours.params == {"fold": "true", "container": "kvbench-x", "create_container": "true"}
-    assert (ours.mem, ours.meta_info()) == ("OBJ", "")
+    assert (ours.mem, ours.meta_info(7)) == ("OBJ", "")
     so = tmp_path / "built.so"
     so.write_bytes(b"")
     monkeypatch.setenv("NIXL_PLUGIN_DIR", str(tmp_path))
@@ -169,7 +169,12 @@ def test_the_real_pool_contenders_name_their_containers(monkeypatch, tmp_path):
     monkeypatch.setenv("DAOS_POOL", "tank")
     cpp = CppPluginContender("real cpp")
     cpp.label = "kvbench-y"  # made by the daos tool (new_container), not by the plugin
-    assert (cpp.mem, cpp.meta_info(), cpp.params) == ("FILE", "tank/kvbench-y", {})
+    assert (cpp.mem, cpp.meta_info(7), cpp.params) == ("FILE", "tank/kvbench-y", {})
+    monkeypatch.setenv("NIXL_DAOS_DFS_PLUGIN", str(so))
+    dfs = DfsPluginContender("real dfs")
+    dfs.new_container("kvbench-z")  # made by the backend, a POSIX container; a file per key
+    assert dfs.params == {"pool": "tank", "container": "kvbench-z", "create_container": "true"}
+    assert (dfs.mem, dfs.meta_info(7), dfs.backend) == ("OBJ", "k7", "DAOSDFS")
 
 
 def reference_sh(*args, cwd=None, **env):

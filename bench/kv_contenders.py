@@ -252,7 +252,8 @@ class PeerPlugin(RealPoolContender):
 class CppPluginContender(PeerPlugin):
     """The reference C++ plugin (gluesys/nixl-daos, the plugin this project re-creates), built by
     bench/reference.sh and loaded beside ours as NIXL backend DAOSCPP (NIXL_DAOS_CPP_PLUGIN names
-    the library), with its defaults (64 I/O threads, a 60 s event-queue deadline). Its object side
+    the library), with NIXL_DAOS_THREADS I/O threads (its default 64; ci/bench-real.sh gives it 8)
+    and its 60 s event-queue deadline. Its object side
     is FILE: metaInfo "pool/container", devId the object (its id derived from devId), addr the
     offset, which it maps to dkey = addr / 64 MiB and akey = addr % 64 MiB, so a key's
     descriptors go out as one RPC per 64 MiB. It opens but does not create its container, so the
@@ -275,7 +276,9 @@ class DfsPluginContender(PeerPlugin):
     NIXL backend DAOSDFS (NIXL_DAOS_DFS_PLUGIN names the library), with its defaults (one event
     queue and its progress thread). It keeps each key as a file of a POSIX container through
     libdfs (metaInfo: the file's path in the container, addr: the offset; DFS cuts a file into
-    1 MiB chunks on dkeys of their own), the container made by the backend (create_container)."""
+    1 MiB chunks on dkeys of their own), the container made by the backend (create_container).
+    Its prepXfer opens each file (and creates a new key's), so with prepared handles (the
+    default) those opens stay off the clock; --handles per-transfer times them."""
 
     backend, mem, env, short = "DAOSDFS", "OBJ", "NIXL_DAOS_DFS_PLUGIN", "dfs"
 

@@ -238,8 +238,8 @@ class Bench:
                     self.run_xfer(c, w)
                 except Exception as e:
                     # A POSIX contender that cannot run at all (e.g. io_uring refused by this
-                    # kernel/sandbox), or a peer's backend raising at any point (the reference
-                    # C++ plugin): report it and go on without it; ours must run. Wrong bytes
+                    # kernel/sandbox), or a peer's backend raising at any point (another DAOS
+                    # plugin: kv_contenders.PeerPlugin): report it and go on without it; ours must run. Wrong bytes
                     # are in self.failures already (check_read) and still fail the run, whoever
                     # returned them. A crash inside a peer's C++ (it runs in this process)
                     # cannot be caught here and ends the run.

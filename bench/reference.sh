@@ -89,8 +89,9 @@ fi
 if [ -f "$nixl" ]; then
 	# Only the headers the plugin API needs (a few hundred KiB of an 8 MB tarball).
 	mkdir -p "$work/nixl"
-	tar -xJf "$nixl" -C "$work/nixl" --wildcards '*/src/api/cpp/*' '*/src/utils/common/*' '*/src/core/telemetry/*' \
-		$([ $kind = cpp ] || echo "*/subprojects/abseil-cpp-*/absl/*") || die "could not unpack NIXL's headers from $nixl"
+	pats=('*/src/api/cpp/*' '*/src/utils/common/*' '*/src/core/telemetry/*')
+	[ $kind = cpp ] || pats+=('*/subprojects/abseil-cpp-*/absl/*')
+	tar -xJf "$nixl" -C "$work/nixl" --wildcards "${pats[@]}" || die "could not unpack NIXL's headers from $nixl"
 	nixl=$(ls -d "$work"/nixl/*/ | head -1)
 	nixl=${nixl%/}
 fi
@@ -112,9 +113,10 @@ lib=$prefix/lib64
 [ -d "$lib" ] || lib=$prefix/lib
 
 # C++20, as NIXL's core is built with (its plugin headers say plugins must match it). Hidden
-# symbols and -Bsymbolic: both plugins name their engine class nixlDaosEngine, and NIXL loads
-# plugins into one global namespace, so without them the second one loaded ran the first one's
-# methods (its registerMem failed) -- only nixl_plugin_init/fini are exported (NIXL_PLUGIN_EXPORT).
+# symbols and -Bsymbolic: both plugins name their engine class nixlDaosEngine (with default
+# visibility), and built without them, loaded into one process (the C++ plugin first), the
+# libdfs backend's registerMem failed on every key; with them only nixl_plugin_init/fini are
+# exported (NIXL_PLUGIN_EXPORT) and each binds to its own code. Ours hides its C++ too (build.rs).
 say "building $so from $src (NIXL headers $nixl, DAOS $prefix)"
 # shellcheck disable=SC2046,SC2086 # the .cpp list and the libraries are word lists
 ${CXX:-g++} -std=c++20 -O2 -g -fPIC -pthread -fvisibility=hidden -fvisibility-inlines-hidden -shared -Wl,-Bsymbolic -o "$so.tmp" \

@@ -4,7 +4,7 @@
 with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
 
     .venv/bin/python -m bench.side_by_side SIM_RESULTS_DIR [REAL_RESULTS_DIR[,MORE_REAL_DIRS]]
-                                           [--depth1 REAL_WINDOW1_DIR] [--ceiling CEILING_JSON]
+                                           [--depth1 REAL_WINDOW1_DIR[,MORE]] [--ceiling CEILING_JSON]
 
 Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
 smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
@@ -16,8 +16,8 @@ CPU count).
 With --ceiling (bench/ceiling's JSON from the same engine: raw libdaos, no NIXL, the default
 policy's RPCs for the same layouts) the real default's new-key writes and reads are also shown
 as a ratio of that ceiling; with --depth1 (a kv_bench --real run at --window 1) a second table
-gives the real engine one request at a time: ours, NIXL POSIX on dfuse, the reference C++ plugin
-and the ceiling at depth 1.
+gives the real engine one request at a time: ours, NIXL POSIX on dfuse, the other DAOS plugins
+(the reference C++ plugin, NIXL PR #2261's libdfs backend) and the ceiling at depth 1.
 """
 
 from __future__ import annotations
@@ -107,9 +107,9 @@ def merged(runs: list[dict]) -> dict:
 
 def vs_peer(runs: list[dict], peer: str, workload: str, op: str) -> str | None:
     """ "vs <peer> <ours / peer> (passes <median of the pass-by-pass ratios>)", both taken in the
-    first run that has the peer: the run it was interleaved with ours in (the reference plugin
-    runs beside ours in a run of its own). A run without ours (pil4dfs, in a process of its own)
-    takes ours from the first run, and has no pass figure."""
+    first run that has the peer: the run it was interleaved with ours in (the other DAOS plugins
+    run beside ours in runs of their own, ci/bench-real.sh). A run without ours (pil4dfs, in a
+    process of its own) takes ours from the first run, and has no pass figure."""
     home = next((res for res in runs if gbps(res, peer, workload, op)), None)
     if home is None:
         return None
@@ -119,6 +119,13 @@ def vs_peer(runs: list[dict], peer: str, workload: str, op: str) -> str | None:
         return None
     m = pass_median(home, "real default", peer, workload, op)
     return f"vs {peer_short(peer)} {ours / other:.2f}" + (f" (passes {m:.2f})" if m else "")
+
+
+def other_loads(runs: list[dict], label: str) -> None:
+    """The machine's load during each run after the first (their peers' ratios come from them)."""
+    for res in runs[1:]:
+        names = sorted({r["contender"] for r in res.get("rows", []) if r["contender"] != "real default"})
+        print(f"{label} ({', '.join(names)}): {machine_load.describe(res.get('load'))}")
 
 
 def fmt(x: float | None) -> str:
@@ -170,6 +177,7 @@ def depth1_table(d1_runs: list[dict], ceiling: dict | None) -> None:
         "\nreal engine, one request at a time (--window 1: a KV fetch on a request's critical path); GB/s, "
         f"write = new keys; {machine_load.describe(d1.get('load'))}"
     )
+    other_loads(d1_runs, "depth 1")
     peers = [c for c in PEERS if any(r["contender"] == c for r in d1.get("rows", []))]
     cols = ["real default"] + [peer_label(c) for c in peers] + (["ceiling"] if ceiling else [])
     tail = "   " + ", ".join(
@@ -250,6 +258,7 @@ def main(argv: list[str]) -> int:
         print("no real DAOS engine in this run (ci/bench.sh uses one when ../shared/daos or DAOS_POOL is there)")
     for label, _, res in srcs:
         print(f"{label}: {machine_load.describe(res.get('load'))}")
+    other_loads(runs, "real")
     band = ((real or {}).get("policies") or {}).get("band")
     if band:
         print(
@@ -267,7 +276,7 @@ def main(argv: list[str]) -> int:
     if cpp:
         print(
             f"real cpp: {cpp.get('NIXL_DAOS_THREADS', '64 (its default)')} I/O threads (NIXL_DAOS_THREADS), "
-            f"event-queue deadline {cpp.get('NIXL_DAOS_EQ_TIMEOUT', '60')} s, in runs of its own beside ours"
+            f"event-queue deadline {cpp.get('NIXL_DAOS_EQ_TIMEOUT', '60')} s, beside ours in runs of their own"
         )
     if ceiling is not None and real is not None:
         print(

@@ -24,7 +24,7 @@
 #   3. on that real engine, bench.calibrate: fits daos-sim's cost model to it and prints the
 #      issue's four layouts' fold/nofold ratios on both, PASS when within 25%;
 #   4. bench.side_by_side: one table of real DAOS, daos-sim and POSIX, ours / dfuse, pil4dfs,
-#      the reference plugin and the ceiling, and one of the real engine one request at a time;
+#      the other DAOS plugins and the ceiling, and one of the real engine one request at a time;
 #   5. bench.evict_bench: writes into a full pool with eviction against an empty pool, on
 #      daos-sim and on a fresh 2 GiB pool of a local engine;
 #   6. bench.summary: the machine's load during each run and the findings;

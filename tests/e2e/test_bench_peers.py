@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 """The benchmark's peers beside ours (issue 18): the side-by-side tables' columns and pass-by-pass
-ratios for NIXL POSIX on dfuse and the reference C++ plugin, the runner leaving a failing peer
+ratios for NIXL POSIX on dfuse and the other DAOS plugins (the reference C++ plugin, NIXL PR
+#2261's libdfs backend), the runner leaving a failing peer
 out (but not ours), the real-pool contenders' containers, the reference contender's refusal
 without its library, and bench/reference.sh's answers to a bad source. No DAOS, no compiler."""
 
@@ -80,6 +81,26 @@ def test_ours_over_a_peer_comes_from_the_run_the_peer_ran_in(tmp_path, capsys):
     for line in lines:
         assert line.split()[2] == "2.00"  # ours' column: the first run's
         assert "vs cpp 3.00 (passes 3.00)" in line
+
+
+def test_a_peer_left_out_of_a_workload_gets_no_ratio_there(tmp_path, capsys):
+    real = results(tmp_path, "real", [row("real default", "write", 2.0, [[0, 2.0]])])
+    peers = results(
+        tmp_path,
+        "peers",
+        [
+            row("real default", "write", 2.0, [[0, 2.0], [1, 2.0]]),
+            row("real cpp", "write", 1.0, [[0, 1.0], [1, 1.0]]),
+            {"contender": "real dfs", "workload": "ref", "op": "-", "gbps": 0, "note": "unavailable: boom"},
+        ],
+    )
+    sim = results(tmp_path, "sim", [])
+    assert side_by_side.main([str(sim), f"{real},{peers}"]) == 0
+    out = capsys.readouterr().out
+    write = next(line for line in out.splitlines() if line.startswith("ref       write"))
+    assert "vs cpp 2.00 (passes 2.00)" in write and "vs dfs" not in write
+    # the peers' run has its own load line
+    assert any(line.startswith("real (real cpp, real dfs): ") for line in out.splitlines())
 
 
 def test_a_run_without_peers_has_no_peer_columns(tmp_path, capsys):
@@ -178,7 +199,7 @@ def test_the_real_pool_contenders_name_their_containers(monkeypatch, tmp_path):
 
 
 def reference_sh(*args, cwd=None, **env):
-    e = {k: v for k, v in os.environ.items() if k != "NIXL_DAOS_CPP_SRC"} | env
+    e = {k: v for k, v in os.environ.items() if k not in ("NIXL_DAOS_CPP_SRC", "NIXL_DAOS_DFS_SRC")} | env
     return subprocess.run(
         ["bash", str(REPO / "bench/reference.sh"), *args], capture_output=True, text=True, env=e, timeout=60, cwd=cwd
     )
@@ -197,6 +218,17 @@ def test_reference_sh_skips_without_a_source_and_fails_on_a_bad_one(tmp_path):
     assert r.returncode == 1 and "did not apply" in r.stderr
     r = reference_sh("bad.patch", cwd=tmp_path)  # relative to where it was given
     assert r.returncode == 1 and "did not apply" in r.stderr and str(bad) in r.stderr
+
+
+def test_reference_sh_dfs_names_its_own_variable_and_files(tmp_path):
+    r = reference_sh("dfs")
+    assert r.returncode == 0 and "NIXL_DAOS_DFS_SRC" in r.stdout
+    d = tmp_path / "daos"
+    d.mkdir()
+    for f in ("daos_backend.cpp", "daos_backend.h", "daos_plugin.cpp"):  # the C++ plugin's set
+        (d / f).write_text("")
+    r = reference_sh("dfs", str(d))
+    assert r.returncode == 1 and "no daos_client.cpp" in r.stderr
 
 
 def test_reference_sh_takes_the_plugin_out_of_its_upstream_patch(tmp_path):

@@ -101,7 +101,7 @@ if [ -n "$peers" ]; then
 	# Ours and one peer balance over 4 passes, ours and two over 6 (kv_passes.order). Prepared
 	# handles, as in steps 1 and 2, which favours the libdfs backend: its prepXfer opens (and for
 	# a new key creates) its files, off the clock then; made per transfer (--handles
-	# per-transfer, LMCache's way) its 4 KiB requests fell from 0.05 to 0.01 GB/s. A peer that
+	# per-transfer, LMCache's way) its 4 KiB requests fell from 0.05-0.06 to 0.01-0.02 GB/s. A peer that
 	# raises is left out (a row with a note); one that crashes the process, or returns wrong
 	# bytes, fails the step.
 	np=4

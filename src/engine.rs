@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 use crate::attempt::{Attempt, Budget};
 use crate::bounce::BouncePool;
-use crate::config::{Config, StageReads};
+use crate::config::{Config, StageReads, MAX_CHUNK_BYTES, MIN_CHUNK_BYTES};
 use crate::daos::io::IoKind;
 use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
@@ -28,19 +28,86 @@ use crate::watch::MapWatch;
 /// Every engine on the same container uses it, so agents share their keys.
 pub const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73; // "nixldaos"
 
-/// `lo` of the eviction index (`crate::evict::index`), beside the keys' object: same `hi`
-/// (class and group count), so it follows the recorded id and needs no attribute of its own.
-pub const INDEX_LO: u64 = OBJECT_LO + 1;
+/// `lo` of the object holding the keys of a container laid out in chunks of `chunk` bytes
+/// (`Layout`): another object than the unchunked one's, so that engines of different layouts
+/// on one container (two that recorded at once, see `object_id`) miss each other's keys
+/// rather than read one layout's bytes as the other's.
+fn chunked_lo(chunk: u64) -> u64 {
+    OBJECT_LO + (u64::from(chunk.trailing_zeros()) << 8)
+}
 
-/// Container attribute recording the id of the object that holds the keys.
+/// Container attribute recording the id of the object that holds the keys, and the layout of
+/// its keys: 16 bytes (the id) for one dkey per key, as every version before chunks wrote it;
+/// 24 bytes (the id, then the chunk size, little-endian) for a chunked container. A version
+/// before chunks refuses a 24-byte record at create_backend ("not an object id"), so it never
+/// reads a chunked key's first chunk as the whole value, nor writes a value past its first
+/// chunk where chunked readers do not look.
 pub const OBJECT_ID_ATTR: &str = "nixl_daos.object_id";
 
-/// The object every engine on this container uses. The id DAOS generates encodes the class
+/// Where a container's keys live: the object, and the chunk size (0: one dkey per key, the
+/// layout of containers first used before chunks, which stays readable as it was).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub oid: ObjectId,
+    pub chunk: u64,
+}
+
+impl Layout {
+    fn lo(chunk: u64) -> u64 {
+        if chunk == 0 {
+            OBJECT_LO
+        } else {
+            chunked_lo(chunk)
+        }
+    }
+
+    /// `lo` of the eviction index (`crate::evict::index`), beside the keys' object: same `hi`
+    /// (class and group count), so it follows the recorded id and needs no attribute of its own.
+    pub fn index_id(&self) -> ObjectId {
+        ObjectId { lo: self.oid.lo + 1, hi: self.oid.hi }
+    }
+
+    fn to_bytes(self) -> Vec<u8> {
+        let mut b = self.oid.to_bytes().to_vec();
+        if self.chunk > 0 {
+            b.extend_from_slice(&self.chunk.to_le_bytes());
+        }
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> std::result::Result<Layout, String> {
+        let bad =
+            |what: String| format!("container attribute {OBJECT_ID_ATTR} {what}; it was not written by this plugin");
+        let (oid, chunk) = match b.len() {
+            16 => (ObjectId::from_bytes(b), 0),
+            24 => (ObjectId::from_bytes(&b[..16]), u64::from_le_bytes(b[16..].try_into().expect("8 bytes"))),
+            n => return Err(bad(format!("holds {n} bytes, not an object id (16) or an id and a chunk size (24)"))),
+        };
+        let oid = oid.expect("16 bytes");
+        if b.len() == 24 && !(chunk.is_power_of_two() && (MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&chunk)) {
+            return Err(bad(format!(
+                "records the chunk size {chunk}, not a power of two from {MIN_CHUNK_BYTES} to {MAX_CHUNK_BYTES}"
+            )));
+        }
+        if chunk > 0 && oid.lo != Layout::lo(chunk) {
+            return Err(bad(format!(
+                "records object {:#x}.{:#x} for chunks of {chunk} bytes, whose object is {:#x}.*",
+                oid.hi,
+                oid.lo,
+                Layout::lo(chunk)
+            )));
+        }
+        Ok(Layout { oid, chunk })
+    }
+}
+
+/// The object every engine on this container uses, and its layout. The id DAOS generates encodes the class
 /// and, when DAOS picks the class, a group count from the pool's size at that moment: engines
 /// started before and after a pool extension would address different objects and miss each
 /// other's keys. So the first engine records the id in a container attribute and every later
 /// one reuses it, without generating one (on a pool with an excluded engine, generating can
-/// abort the process inside libdaos, see `Object::generate_id`).
+/// abort the process inside libdaos, see `Object::generate_id`). The record also holds the
+/// chunk size the first engine chose (`chunk_bytes`): later engines use the recorded one.
 ///
 /// On such a degraded pool a container without a record gets a provisional id of one group,
 /// not recorded: an id generated there would spread the keys over fewer groups than the
@@ -51,44 +118,48 @@ fn object_id(
     health: Option<PoolHealth>,
     oclass: u32,
     oclass_name: Option<&str>,
-) -> Result<ObjectId> {
+    chunk: u64,
+) -> Result<Layout> {
     // Unknown health (the query failed): treated as degraded, the safe side.
     let healthy = health.is_some_and(|h| !h.degraded());
     match cont.get_attr(OBJECT_ID_ATTR)? {
         Some(bytes) => {
-            let recorded = ObjectId::from_bytes(&bytes).ok_or_else(|| {
-                Error::InvalidArg(format!(
-                    "container attribute {OBJECT_ID_ATTR} holds {} bytes, not an object id (16); it was not written by this plugin",
-                    bytes.len()
-                ))
-            })?;
+            let recorded = Layout::from_bytes(&bytes).map_err(Error::InvalidArg)?;
+            if recorded.chunk != chunk {
+                tracing::info!(
+                    "container {:?} keeps its keys in chunks of {} bytes (0: one dkey per key), as recorded when it was \
+                     first used; chunk_bytes={chunk} applies only to new containers",
+                    cont.label, recorded.chunk
+                );
+            }
+            let oid = recorded.oid;
             // Only to say when the record differs from what a new one would be; on a healthy
             // pool only.
-            let wanted = if healthy { Object::generate_id(lib, cont, OBJECT_LO, oclass, true).ok() } else { None };
+            let wanted = if healthy { Object::generate_id(lib, cont, oid.lo, oclass, true).ok() } else { None };
             match (wanted, oclass_name) {
-                (Some(w), Some(name)) if w != recorded => tracing::warn!(
+                (Some(w), Some(name)) if w != oid => tracing::warn!(
                     "container {:?} already keeps its keys in object {:#x}.{:#x}, created with another class than oclass={name:?}; \
                      using it (its class stays), so existing keys remain visible",
-                    cont.label, recorded.hi, recorded.lo
+                    cont.label, oid.hi, oid.lo
                 ),
-                (Some(w), _) if recorded.groups() < w.groups() => tracing::warn!(
+                (Some(w), _) if oid.groups() < w.groups() => tracing::warn!(
                     // Recorded by an older plugin (no sharding hint) or before the pool grew.
                     "container {:?} keeps its keys in object {:#x}.{:#x} of {} redundancy group(s), where a new one would get {}: \
                      its keys stay on fewer targets; to spread them, use a new container (its keys are a cache: \
                      daos cont destroy + create, or another container label)",
-                    cont.label, recorded.hi, recorded.lo, recorded.groups(), w.groups()
+                    cont.label, oid.hi, oid.lo, oid.groups(), w.groups()
                 ),
                 _ => {}
             }
             Ok(recorded)
         }
         None if healthy => {
-            let wanted = Object::generate_id(lib, cont, OBJECT_LO, oclass, true)?;
+            let wanted = Layout { oid: Object::generate_id(lib, cont, Layout::lo(chunk), oclass, true)?, chunk };
             cont.set_attr(OBJECT_ID_ATTR, &wanted.to_bytes())?;
             Ok(wanted)
         }
         None => {
-            let provisional = Object::generate_id(lib, cont, OBJECT_LO, oclass, false)?;
+            let provisional = Object::generate_id(lib, cont, Layout::lo(chunk), oclass, false)?;
             tracing::warn!(
                 "container {:?} has no object yet and its pool is degraded ({}): using a provisional object of one \
                  redundancy group, not recorded; the first engine started on the healthy pool records the container's \
@@ -99,7 +170,7 @@ fn object_id(
                     h.disabled, h.targets
                 )),
             );
-            Ok(provisional)
+            Ok(Layout { oid: provisional, chunk })
         }
     }
 }
@@ -213,7 +284,7 @@ impl Request {
 struct Handles {
     obj: Arc<Object>,
     _index: Arc<Object>,
-    oid: ObjectId,
+    layout: Layout,
     _cont: Arc<Container>,
     _pool: Arc<Pool>,
     _init: InitGuard,
@@ -297,11 +368,12 @@ impl Engine {
         tracing::debug!(container = %cfg.container, "create_backend: container open after {:?}", t0.elapsed());
         // Also installs the newest pool map before anything is placed.
         let health = pool.health(bound).inspect_err(|e| tracing::warn!(pool = %cfg.pool, "{e}")).ok();
-        let oid = object_id(lib, &cont, health, oclass, cfg.oclass.as_deref())
+        let layout = object_id(lib, &cont, health, oclass, cfg.oclass.as_deref(), cfg.chunk_bytes)
             .inspect_err(|e| abandon_on_timeout(e, &pool, Some(&cont)))?;
+        let oid = layout.oid;
         tracing::debug!(health = ?health, "create_backend: object id after {:?}", t0.elapsed());
         let obj = Arc::new(Object::open(lib, &cont, oid)?);
-        let index = Arc::new(Object::open(lib, &cont, ObjectId { lo: INDEX_LO, hi: oid.hi })?);
+        let index = Arc::new(Object::open(lib, &cont, layout.index_id())?);
         let pool = Arc::new(pool);
         let cont = Arc::new(cont);
         let evictor = if cfg.evict.enabled {
@@ -336,9 +408,9 @@ impl Engine {
         tracing::info!(
             pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
             spread = ?cfg.spread, queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, read_timeout_ms = cfg.read_timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
-            groups = oid.groups(), evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
+            groups = oid.groups(), chunk_bytes = layout.chunk, evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
         );
-        let handles = Some(Handles { obj, _index: index, oid, _cont: cont, _pool: pool, _init: init });
+        let handles = Some(Handles { obj, _index: index, layout, _cont: cont, _pool: pool, _init: init });
         Ok(Engine {
             cfg,
             evictor,
@@ -370,6 +442,7 @@ impl Engine {
             MemType::Dram => Ok(None),
             MemType::Obj => {
                 let key = ObjectKey::from_registration(meta, dev_id);
+                key.check_reserved().map_err(Error::InvalidArg)?;
                 Ok(Some(Box::new(self.registry.register(dev_id, addr, len, key)?)))
             }
             MemType::Vram => Err(Error::NotSupported(
@@ -417,9 +490,9 @@ impl Engine {
             })?;
             pairs.push(Pair { addr: l.addr, offset: r.addr, len: r.len, key: reg.key.clone() });
         }
-        let folds = planner::plan(&pairs, self.cfg.fold)?;
-        let keys = folds.iter().map(|f| &f.key).collect::<std::collections::HashSet<_>>().len();
+        let keys = pairs.iter().map(|p| &p.key).collect::<std::collections::HashSet<_>>().len();
         let bytes = pairs.iter().map(|p| p.len).sum();
+        let folds = planner::plan(&planner::chunk(pairs, self.layout().chunk), self.cfg.fold)?;
         Ok(Box::new(Request {
             op,
             state: Mutex::new(RequestState { folds, spread: None, keys, bytes, current: None }),
@@ -584,11 +657,42 @@ impl Engine {
 
     /// Size of each key, None where it does not exist. Up to max_inflight queries run at once,
     /// driven by the calling thread; the lanes only reap the ones it gives up on.
+    ///
+    /// In a chunked container a key's size is that of its chunk 0, and while a chunk ends full,
+    /// the next chunk's is asked too (one more round of queries per chunk: a 8 MiB value in
+    /// 4 MiB chunks takes two). A key written from offset 0 without gaps, as KV blocks are, so
+    /// reports what an unchunked container reports; a key whose written bytes stop short of a
+    /// chunk's end (or one not written from offset 0) reports the end of that run.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
+        for k in keys {
+            k.check_reserved().map_err(Error::InvalidArg)?;
+        }
         let bound = Bound::from_now(self.cfg.timeout_ms);
-        query::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, bound, |left| {
-            self.lanes.adopt_queries(left)
-        })
+        let ask = |keys: &[ObjectKey]| {
+            query::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, bound, |left| {
+                self.lanes.adopt_queries(left)
+            })
+        };
+        let mut sizes = ask(keys)?;
+        let chunk = self.layout().chunk;
+        if chunk == 0 {
+            return Ok(sizes);
+        }
+        let mut index = 1u64;
+        loop {
+            let full = |s: &Option<u64>| *s == index.checked_mul(chunk);
+            let next: Vec<usize> = (0..keys.len()).filter(|&i| full(&sizes[i])).collect();
+            if next.is_empty() {
+                return Ok(sizes);
+            }
+            let dkeys: Vec<ObjectKey> = next.iter().map(|&i| keys[i].chunk(index)).collect();
+            for (i, s) in next.into_iter().zip(ask(&dkeys)?) {
+                if let Some(end) = s {
+                    sizes[i] = Some(end.max(index * chunk));
+                }
+            }
+            index += 1;
+        }
     }
 
     /// Operations launched into DAOS and not yet completed (abandoned size queries included).
@@ -632,7 +736,12 @@ impl Engine {
 
     /// Id of the object holding the keys (the one recorded in the container).
     pub fn object_id(&self) -> ObjectId {
-        self.handles.as_ref().expect("handles live as long as the engine").oid
+        self.layout().oid
+    }
+
+    /// The container's layout: its object and chunk size (the recorded ones).
+    pub fn layout(&self) -> Layout {
+        self.handles.as_ref().expect("handles live as long as the engine").layout
     }
 }
 

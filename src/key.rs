@@ -1,8 +1,16 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 // SPDX-License-Identifier: Apache-2.0
-//! How a NIXL OBJ registration names its DAOS dkey.
+//! How a NIXL OBJ registration names its DAOS dkey, and how a chunked container names the
+//! dkeys of a key's later chunks.
 
 use std::sync::Arc;
+
+/// What a chunk's dkey appends to its key's bytes: a NUL byte, this tag and the chunk's index
+/// in decimal. Keys holding `\0nixl-daos.` are refused (`ObjectKey::check_reserved`), so no
+/// key a caller registers can name another key's chunk.
+const CHUNK_TAG: &[u8] = b"\0nixl-daos.chunk.";
+/// The reserved part of the dkey space, a prefix of `CHUNK_TAG`.
+const RESERVED: &[u8] = b"\0nixl-daos.";
 
 /// The bytes of one NIXL key, used as the DAOS dkey. Cheap to clone: requests copy it at
 /// prep time so the registration may be deregistered while I/O is in flight.
@@ -17,6 +25,42 @@ impl ObjectKey {
             ObjectKey(dev_id.to_string().into_bytes().into())
         } else {
             ObjectKey(meta.into())
+        }
+    }
+
+    /// The dkey of chunk `index` of this key in a chunked container (`crate::planner::chunk`):
+    /// the key itself for chunk 0, so a value within one chunk is laid out as in an unchunked
+    /// container.
+    pub fn chunk(&self, index: u64) -> ObjectKey {
+        if index == 0 {
+            return self.clone();
+        }
+        let mut b = Vec::with_capacity(self.0.len() + CHUNK_TAG.len() + 20);
+        b.extend_from_slice(&self.0);
+        b.extend_from_slice(CHUNK_TAG);
+        b.extend_from_slice(index.to_string().as_bytes());
+        ObjectKey(b.into())
+    }
+
+    /// The key a chunk's dkey belongs to (itself for a key's chunk 0, or any key that is not a
+    /// chunk's dkey).
+    pub fn base(&self) -> ObjectKey {
+        match self.0.windows(CHUNK_TAG.len()).position(|w| w == CHUNK_TAG) {
+            Some(at) => ObjectKey(self.0[..at].into()),
+            None => self.clone(),
+        }
+    }
+
+    /// Refuses a key inside the dkey space the plugin keeps for chunks (it holds
+    /// `\0nixl-daos.`): such a key could name another key's chunk and read or overwrite it.
+    pub fn check_reserved(&self) -> Result<(), String> {
+        match self.0.windows(RESERVED.len()).position(|w| w == RESERVED) {
+            None => Ok(()),
+            Some(at) => Err(format!(
+                "key {:?} holds the bytes \"\\0nixl-daos.\" at byte {at}, which nixl-daos keeps for the dkeys of a \
+                 key's chunks; use a key without a NUL byte",
+                self.display()
+            )),
         }
     }
 
@@ -40,5 +84,27 @@ mod tests {
         assert_eq!(ObjectKey::from_registration(b"", 12345).as_bytes(), b"12345");
         assert_eq!(ObjectKey::from_registration(b"", u64::MAX).display(), "18446744073709551615");
         assert_eq!(ObjectKey::from_registration(b"", 0).as_bytes(), b"0");
+    }
+
+    #[test]
+    fn chunk_keys_are_the_key_then_reserved_bytes() {
+        let k = ObjectKey::from_registration(b"blk7", 0);
+        assert_eq!(k.chunk(0), k);
+        assert_eq!(k.chunk(1).as_bytes(), b"blk7\0nixl-daos.chunk.1");
+        assert_eq!(k.chunk(12).as_bytes(), b"blk7\0nixl-daos.chunk.12");
+        assert_eq!(k.chunk(12).base(), k);
+        assert_eq!(k.base(), k);
+        // A key ending in a NUL byte still finds its base (the tag has its NUL first).
+        let nul = ObjectKey::from_registration(b"x\0", 0);
+        assert_eq!(nul.chunk(2).base(), nul);
+        assert!(k.check_reserved().is_ok());
+        // Every chunk's dkey but the first is refused as a key of its own, so a caller cannot
+        // register it and read or overwrite another key's chunk.
+        let err = k.chunk(3).check_reserved().unwrap_err();
+        assert!(err.contains("byte 4") && err.contains("blk7"), "{err}");
+        assert!(ObjectKey::from_registration(b"a\0nixl-daos.other", 0).check_reserved().is_err());
+        // A NUL byte alone, or the tag without its NUL, is any other key.
+        assert!(ObjectKey::from_registration(b"a\0b", 0).check_reserved().is_ok());
+        assert!(ObjectKey::from_registration(b"nixl-daos.chunk.1", 0).check_reserved().is_ok());
     }
 }

@@ -307,6 +307,45 @@ pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
     Ok(folds)
 }
 
+/// The pairs of a chunked container (`chunk_bytes` > 0): a pair is cut where a multiple of
+/// `chunk` falls inside it, and each piece names the dkey of its chunk (`ObjectKey::chunk`:
+/// the key itself for chunk 0, a dkey of its own for each later one), keeping its object
+/// offset. DAOS places each dkey on a target by its hash, so one large value is written and
+/// read by several targets at once; `plan` then folds each chunk's pieces as a key of its own,
+/// so no RPC crosses a chunk. A value within the first chunk keeps the unchunked layout.
+/// `chunk` 0 returns the pairs as they are.
+pub fn chunk(pairs: Vec<Pair>, chunk: u64) -> Vec<Pair> {
+    if chunk == 0 || pairs.iter().all(|p| p.offset.saturating_add(p.len) <= chunk) {
+        return pairs;
+    }
+    let mut out = Vec::with_capacity(pairs.len());
+    // A key's descriptors come together and in order (a KV block's layers): the dkey of the
+    // last chunk is reused rather than built again.
+    let mut last: Option<(ObjectKey, u64, ObjectKey)> = None;
+    for p in pairs {
+        let mut done = 0;
+        loop {
+            let at = p.offset + done;
+            let index = at / chunk;
+            let len = (p.len - done).min((index + 1) * chunk - at);
+            let dkey = match &last {
+                Some((k, i, d)) if *i == index && *k == p.key => d.clone(),
+                _ => {
+                    let d = p.key.chunk(index);
+                    last = Some((p.key.clone(), index, d.clone()));
+                    d
+                }
+            };
+            out.push(Pair { addr: p.addr + done, offset: at, len, key: dkey });
+            done += len;
+            if done >= p.len {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// A plan with more RPCs, for an engine that would otherwise sit idle (one request alone: a KV
 /// fetch on a request's critical path). Folds of at least twice `min_piece` bytes are cut into
 /// about equal pieces of at least `min_piece`, so that the request has about `want` RPCs in
@@ -614,10 +653,14 @@ mod tests {
                 })
                 .collect();
             let target = 1 + rnd(8 * KIB);
+            // Chunked (a chunked container's layout) in most rounds, by a size that may fall
+            // anywhere inside a descriptor.
+            let chunk_size = [0, 1000, 4096, 64 * KIB, 1 << 20][rnd(5) as usize];
+            let chunked = chunk(pairs.clone(), chunk_size);
             // Each plan, and the same plan spread (as for an idle engine: crate::engine).
             let (want, floor) = (1 + rnd(24) as usize, 1 + rnd(4 * KIB));
             let plans = [PK, OFF, sized(target), sized(u64::MAX)].into_iter().flat_map(|policy| {
-                let folds = plan(&pairs, policy).unwrap();
+                let folds = plan(&chunked, policy).unwrap();
                 let spread = spread(&folds, want, floor);
                 [Some(folds), spread].into_iter().flatten().map(move |f| (policy, f))
             });
@@ -633,6 +676,19 @@ mod tests {
                     assert!(f.extents.is_sorted_by_key(|e| e.offset), "a fold's extents are in offset order");
                     let mut r = Ranges::default();
                     for e in &f.extents {
+                        match e.offset.checked_div(chunk_size) {
+                            // Every extent within one chunk, in that chunk's dkey.
+                            Some(index) => {
+                                assert_eq!((e.offset + e.len - 1) / chunk_size, index, "an extent crosses a chunk");
+                                assert_eq!(
+                                    f.key,
+                                    key(&f.key.display()[..1]).chunk(index),
+                                    "extent at {} in the wrong dkey",
+                                    e.offset
+                                );
+                            }
+                            None => assert_eq!(f.key.as_bytes().len(), 1),
+                        }
                         assert!(!r.overlaps(e.offset, e.offset + e.len));
                         r.insert(e.offset, e.offset + e.len);
                         for i in 0..e.len {
@@ -652,5 +708,34 @@ mod tests {
             }
             assert_eq!(plan(&pairs, sized(u64::MAX)).unwrap(), plan(&pairs, PK).unwrap());
         }
+    }
+
+    #[test]
+    fn chunks_cut_values_at_multiples_of_the_chunk() {
+        // One 8 MiB value in 4 MiB chunks: two RPCs, on the key and on its chunk 1.
+        let folds = plan(&chunk(vec![pair("k", 1 << 30, 0, 8 * MIB)], 4 * MIB), sized(8 * MIB)).unwrap();
+        assert_eq!(folds.len(), 2);
+        assert_eq!(folds[0].key, key("k"));
+        assert_eq!(folds[0].extents, vec![Extent { offset: 0, len: 4 * MIB, addr: 1 << 30 }]);
+        assert_eq!(folds[1].key, key("k").chunk(1));
+        assert_eq!(folds[1].extents, vec![Extent { offset: 4 * MIB, len: 4 * MIB, addr: (1 << 30) + 4 * MIB }]);
+        // Two 40 MiB keys of 1 MiB layers (apart in memory): 10 chunks of 4 layers each, one
+        // RPC per chunk, whatever the policy folds (fold=true too: a fold never crosses a chunk).
+        for policy in [PK, sized(8 * MIB)] {
+            let folds = plan(&chunk(kv(2, 40, MIB), 4 * MIB), policy).unwrap();
+            assert_eq!(folds.len(), 20, "{policy:?}");
+            assert!(folds.iter().all(|f| f.extents.len() == 4 && f.bytes() == 4 * MIB));
+            assert!(folds.iter().any(|f| f.key == key("blk1").chunk(9)));
+        }
+        // Values within the first chunk keep the unchunked layout: the same pairs, the same plan.
+        let small = kv(3, 64, 4 * KIB);
+        assert_eq!(plan(&chunk(small.clone(), 4 * MIB), PK).unwrap(), plan(&small, PK).unwrap());
+        // A descriptor across a boundary, not at offset 0: split at the boundary only.
+        let c = chunk(vec![pair("k", 100, 3 * MIB, 2 * MIB)], 4 * MIB);
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[0].offset, c[0].len, c[0].addr, &c[0].key), (3 * MIB, MIB, 100, &key("k")));
+        assert_eq!((c[1].offset, c[1].len, c[1].addr, &c[1].key), (4 * MIB, MIB, 100 + MIB, &key("k").chunk(1)));
+        // Chunk 0 (off): untouched.
+        assert_eq!(chunk(vec![pair("k", 0, 0, 8 * MIB)], 0).len(), 1);
     }
 }

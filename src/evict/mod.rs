@@ -158,42 +158,60 @@ impl WriteIds {
 pub struct Posting {
     rec: Arc<Recorder>,
     id: u64,
-    /// Per key: folds not yet settled, bytes landed so far, whether one failed.
-    keys: Mutex<HashMap<ObjectKey, (usize, u64, bool)>>,
+    /// Per key (a chunked container's dkeys grouped under their key, `ObjectKey::base`): folds
+    /// not yet settled, the bytes landed in each dkey, whether one failed.
+    keys: Mutex<HashMap<ObjectKey, Settling>>,
+}
+
+#[derive(Default)]
+struct Settling {
+    folds: usize,
+    landed: Vec<(ObjectKey, u64)>,
+    failed: bool,
 }
 
 impl Posting {
-    /// `folds`: the key of each fold of the posting.
+    /// `folds`: the dkey of each fold of the posting.
     pub fn new<'a>(rec: Arc<Recorder>, id: u64, folds: impl Iterator<Item = &'a ObjectKey>) -> Posting {
-        let mut keys: HashMap<ObjectKey, (usize, u64, bool)> = HashMap::new();
+        let mut keys: HashMap<ObjectKey, Settling> = HashMap::new();
         for k in folds {
-            keys.entry(k.clone()).or_default().0 += 1;
+            keys.entry(k.base()).or_default().folds += 1;
         }
         Posting { rec, id, keys: Mutex::new(keys) }
     }
 
-    /// One fold of `key` is settled: `landed` bytes of it are in DAOS (None: nothing landed).
-    /// A key some of whose folds landed and some not holds part of this write beside whatever
-    /// was there (or holes, which a read would report as success): it is evicted first, not
-    /// in its turn (`Recorder::torn`), as soon as the eviction thread sees it.
-    pub fn settle(&self, key: &ObjectKey, landed: Option<u64>) {
+    /// One fold of dkey `dkey` is settled: `landed` bytes of it are in DAOS (None: nothing
+    /// landed). A key some of whose folds landed and some not holds part of this write beside
+    /// whatever was there (or holes, which a read would report as success): it is evicted
+    /// first, not in its turn (`Recorder::torn`), as soon as the eviction thread sees it. In a
+    /// chunked container that is every dkey of the key this write landed in: a chunk that did
+    /// not land may still hold an older write's bytes, which a read would return beside this
+    /// write's, so its chunk 0 (or whichever landed) goes and a read reports the key missing.
+    pub fn settle(&self, dkey: &ObjectKey, landed: Option<u64>) {
+        let base = dkey.base();
         let done = {
             let mut keys = self.keys.lock();
-            let Some(e) = keys.get_mut(key) else { return };
-            e.0 = e.0.saturating_sub(1);
+            let Some(e) = keys.get_mut(&base) else { return };
+            e.folds = e.folds.saturating_sub(1);
             match landed {
-                Some(b) => e.1 += b,
-                None => e.2 = true,
+                Some(b) => match e.landed.iter_mut().find(|(k, _)| k == dkey) {
+                    Some((_, sum)) => *sum += b,
+                    None => e.landed.push((dkey.clone(), b)),
+                },
+                None => e.failed = true,
             }
-            if e.0 > 0 {
+            if e.folds > 0 {
                 return;
             }
-            keys.remove(key)
+            keys.remove(&base)
         };
-        match done {
-            Some((_, bytes, true)) if bytes > 0 => self.rec.torn(key, self.id, bytes),
-            Some((_, bytes, false)) if bytes > 0 => self.rec.wrote(key, self.id, bytes),
-            _ => {}
+        let Some(done) = done else { return };
+        for (k, bytes) in done.landed.iter().filter(|(_, b)| *b > 0) {
+            if done.failed {
+                self.rec.torn(k, self.id, *bytes)
+            } else {
+                self.rec.wrote(k, self.id, *bytes)
+            }
         }
     }
 }

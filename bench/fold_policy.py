@@ -11,10 +11,14 @@ round to round, and every (round, layout, policy) gets a container of its own, d
 it (on a real pool, with the `daos` tool from DAOS_LOCAL_BIN or PATH), so the pool never fills.
 The best of the rounds counts (noise on a shared machine only ever slows a run down). Prints one
 table: GB/s per policy, and the ratio of each auto policy to the better of fold=true and fold=false.
+The fixed policies run in containers of one dkey per key (chunk_bytes=0, the layout before
+chunks); the default target's auto policies run at each --chunks value (default: 0 and the
+plugin's default chunk_bytes), so the table separates what chunks add from what folding does.
 
     .venv/bin/python -m bench.fold_policy [--real] [--rounds 3] [--layouts 1m40,1m10,64k,4k,8m]
                                           [--targets 262144,1048576,4194304] [--out DIR]
-                                          [--policies fold,nofold,auto] [--sim-model "rpc_cost 40; ..."]
+                                          [--policies fold,nofold,auto] [--chunks 0,4194304]
+                                          [--window 64] [--sim-model "rpc_cost 40; ..."]
 
 (from the repository root). The table's header gives the machine's load at the start and at the
 end (bench/machine_load.py; CONTENDED when it exceeded the CPU count), and so does the JSON.
@@ -74,6 +78,12 @@ def parse_args(argv=None):
         help="spread_rpcs values of the default target's policies (default: 0 and the plugin's default); the "
         "other targets run with spreading off, as fixed policies",
     )
+    ap.add_argument(
+        "--chunks",
+        default=None,
+        help="chunk_bytes values of the default target's policies (default: 0 and the plugin's default); the "
+        "fixed policies and the other targets run with one dkey per key (0), as before chunks",
+    )
     ap.add_argument("--window", type=int, default=64, help="key-requests in flight")
     ap.add_argument("--num-queues", type=int, default=0, help="plugin num_queues (0: its default)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
@@ -113,7 +123,11 @@ def policy_name(p: dict[str, str]) -> str:
     t = int(p["rpc_target_bytes"])
     name = f"auto {t // MiB}M" if t >= MiB and t % MiB == 0 else f"auto {t // KiB}K"
     spread = int(p.get("spread_rpcs", "0"))
-    return f"{name}+s{spread}" if spread else name
+    name = f"{name}+s{spread}" if spread else name
+    chunk = int(p.get("chunk_bytes", "0"))
+    if chunk:
+        name += f"+c{chunk // MiB}M" if chunk >= MiB else f"+c{chunk // KiB}K"
+    return name
 
 
 class Measure:
@@ -211,11 +225,17 @@ def main() -> int:
     unknown = wanted - {"fold", "nofold", "auto"}
     if unknown or not wanted:
         raise SystemExit(f"--policies: {sorted(unknown) or 'nothing'} given; choose from fold, nofold, auto")
-    policies = [p for n, p in (("fold", {"fold": "true"}), ("nofold", {"fold": "false"})) if n in wanted]
+    default_chunk = int(defaults.get("chunk_bytes", "0"))
+    chunks = sorted({int(x) for x in (a.chunks or f"0,{default_chunk}").split(",") if x.strip()})
+    fixed = (("fold", {"fold": "true", "chunk_bytes": "0"}), ("nofold", {"fold": "false", "chunk_bytes": "0"}))
+    policies = [p for n, p in fixed if n in wanted]
     if "auto" in wanted:
         for t in targets:
             for sp in spreads if t == target else [0]:
-                policies.append({"fold": "auto", "rpc_target_bytes": str(t), "spread_rpcs": str(sp)})
+                for c in chunks if t == target else [0]:
+                    policies.append(
+                        {"fold": "auto", "rpc_target_bytes": str(t), "spread_rpcs": str(sp), "chunk_bytes": str(c)}
+                    )
     layouts = [Workload(n.strip(), *parse_layout(n.strip())) for n in a.layouts.split(",") if n.strip()]
     sim = None
     if not a.real:
@@ -258,7 +278,14 @@ def main() -> int:
 
     load.stop()
     names = [policy_name(p) for p in policies]
-    dname = policy_name({"fold": "auto", "rpc_target_bytes": str(target), "spread_rpcs": str(default_spread)})
+    dname = policy_name(
+        {
+            "fold": "auto",
+            "rpc_target_bytes": str(target),
+            "spread_rpcs": str(default_spread),
+            "chunk_bytes": str(default_chunk),
+        }
+    )
     rated = "fold" in names and "nofold" in names  # the ratios need both fixed policies
     print(f"\n{describe(load.stop())}")
     print(f"GB/s, new-key write / read (best of {a.rounds})", end="")

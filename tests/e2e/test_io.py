@@ -113,7 +113,8 @@ def test_lmcache_one_chunk_per_key(agent, sim_or_none):
     r = batch("READ", dst)
     assert_same(dst, src)
     if sim_or_none:
-        assert (w["update"], r["fetch"]) == (n, n)
+        # One RPC per 4 MiB chunk (chunk_bytes' default): two per 8 MiB value, on two dkeys.
+        assert (w["update"], r["fetch"]) == (2 * n, 2 * n)
 
 
 def test_prepped_transfers_select_and_merge(agent):
@@ -276,7 +277,9 @@ def test_spread_only_while_the_engine_is_idle(make_agent, sim):
     # RPCs; one posted while the engine is busy keeps its folded plan. daos-sim holds the first
     # request's RPCs ("hang") so that the second one finds them in flight.
     size = 8 * MiB
-    agent = make_agent({"spread_rpcs": "8", "spread_min_bytes": str(MiB)})
+    # In a container of one dkey per key (chunk_bytes=0): chunks would cut the value first.
+    plain = {"container": unique_key("spread-cont"), "create_container": "true", "chunk_bytes": "0"}
+    agent = make_agent({**plain, "spread_rpcs": "8", "spread_min_bytes": str(MiB)})
     a, b = pattern(size, 51), pattern(size, 52)
     agent.reg_dram(a)
     agent.reg_dram(b)
@@ -298,9 +301,38 @@ def test_spread_only_while_the_engine_is_idle(make_agent, sim):
         assert_same(agent.get(db, size), b, "the folded write")
     assert r["fetch"] == 8 + 8, r.delta
     # fold=true keeps one RPC per key, idle or not: the caller chose it.
-    fixed = make_agent({"fold": "true", "spread_rpcs": "8"})
+    fixed = make_agent({**plain, "fold": "true", "spread_rpcs": "8"})
     fixed.reg_dram(a)
     dev = fixed.reg_obj(unique_key("spread-fixed"), size)
     with StatsDelta(sim) as f:
         fixed.xfer("WRITE", [(addr(a), size, 0)], [(0, size, dev)])
     assert f["update"] == 1, f.delta
+
+
+def test_chunked_values_through_nixl(make_agent, sim_or_none):
+    """A container of 1 MiB chunks (chunk_bytes): a 9.5 MiB value written as two descriptors that
+    end and start inside chunks goes out as one RPC per chunk, reads back whole and across a
+    chunk boundary, and queryMem reports its size; a second agent with another chunk_bytes on
+    the same container keeps the recorded chunks and reads it too."""
+    cont = unique_key("chunks")
+    agent = make_agent({"container": cont, "create_container": "true", "chunk_bytes": str(MiB)})
+    size, cut = 9 * MiB + MiB // 2, 3 * MiB + 12345
+    src = pattern(size)
+    agent.reg_dram(src)
+    key = unique_key("chunked")
+    dev = agent.reg_obj(key, size)
+    with StatsDelta(sim_or_none) as w:
+        agent.xfer(
+            "WRITE", [(addr(src), cut, 0), (addr(src, cut), size - cut, 0)], [(0, cut, dev), (cut, size - cut, dev)]
+        )
+    if sim_or_none:
+        # chunks 0-9 (the last half full): 10 RPCs; the chunk holding `cut` gets one of each
+        # descriptor's pieces, folded into one RPC
+        assert w["update"] == 10, w.delta
+    assert_same(agent.get(dev, size), src, "the chunked value")
+    assert_same(agent.get(dev, 2 * MiB, offset=MiB + 7), src[MiB + 7 : 3 * MiB + 7], "a range across chunks")
+    assert int(agent.query([key])[0]["size"]) == size
+    other = make_agent({"container": cont, "chunk_bytes": "0"})
+    odev = other.reg_obj(key, size)
+    assert_same(other.get(odev, size), src, "the value through an agent of another chunk_bytes")
+    assert int(other.query([key])[0]["size"]) == size

@@ -42,6 +42,16 @@ impl ObjectKey {
         ObjectKey(b.into())
     }
 
+    /// The chunk this dkey holds: 0 for a key itself, N for `key\0nixl-daos.chunk.N`.
+    pub fn chunk_index(&self) -> u64 {
+        match self.0.windows(CHUNK_TAG.len()).position(|w| w == CHUNK_TAG) {
+            Some(at) => {
+                std::str::from_utf8(&self.0[at + CHUNK_TAG.len()..]).ok().and_then(|n| n.parse().ok()).unwrap_or(0)
+            }
+            None => 0,
+        }
+    }
+
     /// The key a chunk's dkey belongs to (itself for a key's chunk 0, or any key that is not a
     /// chunk's dkey).
     pub fn base(&self) -> ObjectKey {
@@ -68,9 +78,12 @@ impl ObjectKey {
         &self.0
     }
 
-    /// For logs and error messages.
+    /// For logs and error messages: a chunk's dkey as its key and the chunk's index.
     pub fn display(&self) -> String {
-        String::from_utf8_lossy(&self.0).into_owned()
+        match self.chunk_index() {
+            0 => String::from_utf8_lossy(&self.0).into_owned(),
+            n => format!("{} (chunk {n})", self.base().display()),
+        }
     }
 }
 
@@ -93,6 +106,8 @@ mod tests {
         assert_eq!(k.chunk(1).as_bytes(), b"blk7\0nixl-daos.chunk.1");
         assert_eq!(k.chunk(12).as_bytes(), b"blk7\0nixl-daos.chunk.12");
         assert_eq!(k.chunk(12).base(), k);
+        assert_eq!((k.chunk(12).chunk_index(), k.chunk_index()), (12, 0));
+        assert_eq!(k.chunk(3).display(), "blk7 (chunk 3)");
         assert_eq!(k.base(), k);
         // A key ending in a NUL byte still finds its base (the tag has its NUL first).
         let nul = ObjectKey::from_registration(b"x\0", 0);
@@ -100,8 +115,9 @@ mod tests {
         assert!(k.check_reserved().is_ok());
         // Every chunk's dkey but the first is refused as a key of its own, so a caller cannot
         // register it and read or overwrite another key's chunk.
-        let err = k.chunk(3).check_reserved().unwrap_err();
+        let err = ObjectKey::from_registration(b"blk7\0nixl-daos.x", 0).check_reserved().unwrap_err();
         assert!(err.contains("byte 4") && err.contains("blk7"), "{err}");
+        assert!(k.chunk(3).check_reserved().is_err());
         assert!(ObjectKey::from_registration(b"a\0nixl-daos.other", 0).check_reserved().is_err());
         // A NUL byte alone, or the tag without its NUL, is any other key.
         assert!(ObjectKey::from_registration(b"a\0b", 0).check_reserved().is_ok());

@@ -583,6 +583,11 @@ impl Lane {
             );
             self.shared.note_late(op.io.key());
             self.launch_punch(Op::punch(op.io.key(), fence));
+            // Counted as failed for its key, landed or not: in a chunked container the chunks of
+            // the same write that landed in time are punched as a torn write's (`Posting`), so
+            // the key does not keep them as a value its caller was told failed.
+            op.settle(None);
+            op.posting = None;
             op.finish(self.shared.lib, rc);
             return;
         }

@@ -323,11 +323,17 @@ pub fn chunk(pairs: Vec<Pair>, chunk: u64) -> Vec<Pair> {
     // last chunk is reused rather than built again.
     let mut last: Option<(ObjectKey, u64, ObjectKey)> = None;
     for p in pairs {
+        // A descriptor past DAOS's largest record index goes on whole, for `plan` to refuse
+        // with its own message (and no sum here can overflow).
+        if p.len == 0 || p.offset.checked_add(p.len).is_none_or(|e| e > i64::MAX as u64) {
+            out.push(p);
+            continue;
+        }
         let mut done = 0;
         loop {
             let at = p.offset + done;
             let index = at / chunk;
-            let len = (p.len - done).min((index + 1) * chunk - at);
+            let len = (p.len - done).min((index + 1).saturating_mul(chunk) - at);
             let dkey = match &last {
                 Some((k, i, d)) if *i == index && *k == p.key => d.clone(),
                 _ => {
@@ -737,5 +743,9 @@ mod tests {
         assert_eq!((c[1].offset, c[1].len, c[1].addr, &c[1].key), (4 * MIB, MIB, 100 + MIB, &key("k").chunk(1)));
         // Chunk 0 (off): untouched.
         assert_eq!(chunk(vec![pair("k", 0, 0, 8 * MIB)], 0).len(), 1);
+        // A descriptor past the largest record index: left whole, and refused by plan with its key.
+        let far = chunk(vec![pair("k", 0, u64::MAX - 10, 100)], 4 * MIB);
+        assert_eq!((far.len(), &far[0].key), (1, &key("k")));
+        assert!(plan(&far, PK).is_err());
     }
 }

@@ -205,7 +205,11 @@ impl Posting {
             }
             keys.remove(&base)
         };
-        let Some(done) = done else { return };
+        let Some(mut done) = done else { return };
+        // Chunk 0 first: eviction punches in record order, and may stop between two records
+        // (its goal reached); the key's own dkey gone first, the key reads as missing (and
+        // `queryMem` says None) whichever of its chunks are left for a later pass.
+        done.landed.sort_by_key(|(k, _)| k.chunk_index());
         for (k, bytes) in done.landed.iter().filter(|(_, b)| *b > 0) {
             if done.failed {
                 self.rec.torn(k, self.id, *bytes)

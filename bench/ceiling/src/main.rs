@@ -12,12 +12,14 @@
 //! devId, as the plugin names a key registered without metaInfo), akey "data" as an array iod of
 //! 1-byte records with one recx per extent, and on updates the 8-byte single-value "gen" iod.
 //! Shapes: `fold` (fold=true: one RPC per key) and `sized` (the default fold=auto: a key split
-//! into about equal RPCs of up to rpc_target_bytes, src/planner.rs Balanced). Both also close an
+//! into about equal RPCs of up to rpc_target_bytes, src/planner.rs Balanced, within the chunks
+//! of `--chunk` (default 4 MiB, as src/planner.rs chunk: chunk N of a key on its own dkey; 0: one
+//! dkey per key, as before chunks)). Both also close an
 //! RPC where its body would pass DAOS's 20 KiB RPC size, as the planner does. RPCs go round-robin
 //! over the event queues, each drained by its own thread in daos_eq_poll (src/lanes.rs).
 //!
 //!     nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,...] [--queues N]
-//!                       [--window 64] [--target BYTES] [--shapes fold,sized,spreadN,dkeysN]
+//!                       [--window 64] [--target BYTES] [--chunk BYTES] [--shapes fold,sized,spreadN,dkeysN]
 //!                       [--depths all,1] [--fresh-containers]
 //!
 //! Environment: DAOS_POOL (pool label), NIXL_DAOS_LIBDAOS (libdaos.so or daos-sim's
@@ -43,6 +45,10 @@ const DAOS_OCH_SHD_MAX: u16 = 1 << 9;
 const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73;
 /// src/config.rs DEFAULT_RPC_TARGET_BYTES.
 const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
+/// src/config.rs DEFAULT_CHUNK_BYTES, and src/key.rs's name of a chunk's dkey (the key's bytes,
+/// this tag, the chunk's index).
+const DEFAULT_CHUNK_BYTES: u64 = 4 << 20;
+const CHUNK_TAG: &[u8] = b"\0nixl-daos.chunk.";
 /// src/planner.rs: DAOS_RPC_SIZE, RPC_HEADER_BYTES, EXTENT_BODY_BYTES, CSUM_CHUNK, CSUM_BYTES.
 const DAOS_RPC_SIZE: u64 = 20 * 1024;
 const RPC_HEADER_BYTES: u64 = 1024;
@@ -244,7 +250,9 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 enum Shape {
     /// fold=true (planner PerKey).
     Fold,
-    /// fold=auto, rpc_target_bytes = target (planner Sized, the default).
+    /// fold=auto, rpc_target_bytes = target (planner Sized, the default), in the chunks of
+    /// `--chunk` (planner::chunk: a key's bytes past each multiple on a dkey of their own, as a
+    /// container the plugin lays out today; `--chunk 0`: one dkey per key, as before chunks).
     Sized(u64),
     /// The key's bytes cut into N about equal RPCs on its one dkey (planner::spread's shape,
     /// spread_rpcs = N): does overlapping RPCs of one key pay when it is alone?
@@ -627,6 +635,7 @@ fn measure(
     window: usize,
     first_key: u64,
     seed: u64,
+    chunk: u64,
 ) -> Result<(f64, f64, usize), String> {
     let n = lay.bytes() as usize;
     // The source was filled once (random); each measurement stamps every 4 KiB block anew, so a
@@ -657,15 +666,24 @@ fn measure(
             let descs: Vec<Extent> = (0..lay.layers)
                 .map(|l| Extent { offset: l * lay.block, len: lay.block, addr: base + lay.local(k, l) })
                 .collect();
-            let plan = plan_key(&descs, shape, dkeys[k as usize].len() as u64);
-            rpcs_per_key = rpcs_per_key.max(plan.len());
-            for (i, exts) in plan.into_iter().enumerate() {
-                let dkey = match shape {
-                    Shape::Dkeys(_) => format!("{}.{i}", String::from_utf8_lossy(&dkeys[k as usize])).into_bytes(),
-                    _ => dkeys[k as usize].clone(),
-                };
-                ops.push(Op::new(k as usize, &dkey, &exts, update, seed));
+            let groups = match shape {
+                Shape::Sized(_) if chunk > 0 => by_chunk(&descs, chunk),
+                _ => vec![(0, descs)],
+            };
+            let mut rpcs = 0;
+            for (index, descs) in groups {
+                let key_dkey = chunk_dkey(&dkeys[k as usize], index);
+                let plan = plan_key(&descs, shape, key_dkey.len() as u64);
+                rpcs += plan.len();
+                for (i, exts) in plan.into_iter().enumerate() {
+                    let dkey = match shape {
+                        Shape::Dkeys(_) => format!("{}.{i}", String::from_utf8_lossy(&key_dkey)).into_bytes(),
+                        _ => key_dkey.clone(),
+                    };
+                    ops.push(Op::new(k as usize, &dkey, &exts, update, seed));
+                }
             }
+            rpcs_per_key = rpcs_per_key.max(rpcs);
         }
         times[t] = run_ops(cont, &mut ops, lay.keys as usize, window)?;
     }
@@ -674,6 +692,33 @@ fn measure(
         return Err(format!("{} {:?}: read-back differs from the source at byte {at}", lay.name(), shape));
     }
     Ok((times[0], times[1], rpcs_per_key))
+}
+
+/// `descs` cut at multiples of `chunk` and grouped by chunk index, in index order
+/// (src/planner.rs chunk).
+fn by_chunk(descs: &[Extent], chunk: u64) -> Vec<(u64, Vec<Extent>)> {
+    let mut groups: std::collections::BTreeMap<u64, Vec<Extent>> = Default::default();
+    for d in descs {
+        let mut done = 0;
+        while done < d.len {
+            let at = d.offset + done;
+            let index = at / chunk;
+            let len = (d.len - done).min((index + 1) * chunk - at);
+            groups.entry(index).or_default().push(Extent { offset: at, len, addr: d.addr + done });
+            done += len;
+        }
+    }
+    groups.into_iter().collect()
+}
+
+/// The dkey of chunk `index` of a key (src/key.rs ObjectKey::chunk).
+fn chunk_dkey(key: &[u8], index: u64) -> Vec<u8> {
+    let mut d = key.to_vec();
+    if index > 0 {
+        d.extend_from_slice(CHUNK_TAG);
+        d.extend_from_slice(index.to_string().as_bytes());
+    }
+    d
 }
 
 fn default_queues() -> usize {
@@ -687,6 +732,7 @@ struct Args {
     queues: usize,
     window: usize,
     target: u64,
+    chunk: u64,
     /// Parsed once every argument is in (`sized` takes `--target`, wherever it came).
     shapes: Vec<Shape>,
     depths: Vec<String>,
@@ -701,6 +747,7 @@ fn parse_args() -> Result<Args, String> {
         queues: default_queues(),
         window: 64,
         target: DEFAULT_RPC_TARGET_BYTES,
+        chunk: DEFAULT_CHUNK_BYTES,
         shapes: vec![],
         depths: vec!["all".into(), "1".into()],
         fresh_containers: false,
@@ -731,6 +778,7 @@ fn parse_args() -> Result<Args, String> {
             "--queues" => a.queues = num(val()?)?.clamp(1, 64) as usize,
             "--window" => a.window = num(val()?)?.max(1) as usize,
             "--target" => a.target = num(val()?)?.max(1),
+            "--chunk" => a.chunk = num(val()?)?,
             "--shapes" => shapes = val()?,
             "--depths" => a.depths = val()?.split(',').map(str::to_string).collect(),
             _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
@@ -747,7 +795,7 @@ fn parse_args() -> Result<Args, String> {
 
 const USAGE: &str =
     "usage: nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,200x8x64k,64x64x4k,40x1x8m] \
-[--queues N] [--window 64] [--target BYTES] [--shapes fold,sized,spreadN,dkeysN] [--depths all,1] [--fresh-containers]\n\
+[--queues N] [--window 64] [--target BYTES] [--chunk BYTES] [--shapes fold,sized,spreadN,dkeysN] [--depths all,1] [--fresh-containers]\n\
 env: DAOS_POOL, NIXL_DAOS_LIBDAOS (libdaos.so or libdaos_sim.so), DAOS_SYSTEM (default daos_server)";
 
 fn load(path: &str) -> Result<Lib, String> {
@@ -812,10 +860,11 @@ fn real_main() -> Result<(), String> {
     fill(&mut bufs.src, 0x005e_ed0f_da05);
     println!(
         "ceiling: raw libdaos {path}, pool {pool} (system {system}), {} event queues, window {} keys (depth all), \
-         rpc_target_bytes {}, best of {} rounds, {}{}",
+         rpc_target_bytes {}, chunk {} (sized), best of {} rounds, {}{}",
         a.queues,
         a.window,
         a.target,
+        a.chunk,
         a.rounds,
         if a.fresh_containers {
             "a fresh container per measurement"
@@ -839,18 +888,26 @@ fn real_main() -> Result<(), String> {
     let mut cells: Vec<Cell> = Vec::new();
     for &lay in &a.layouts {
         for &shape in shapes {
-            let rpk = plan_key(
-                &(0..lay.layers).map(|l| Extent { offset: l * lay.block, len: lay.block, addr: 0 }).collect::<Vec<_>>(),
-                shape,
-                13,
-            );
-            let fold_like = rpk.len() == 1;
+            let descs: Vec<Extent> =
+                (0..lay.layers).map(|l| Extent { offset: l * lay.block, len: lay.block, addr: 0 }).collect();
+            // In chunks a key larger than one chunk is several RPCs whatever its target.
+            let chunks = match shape {
+                Shape::Sized(_) if a.chunk > 0 => by_chunk(&descs, a.chunk).len(),
+                _ => 1,
+            };
+            let rpk = match shape {
+                Shape::Sized(_) if chunks > 1 => {
+                    by_chunk(&descs, a.chunk).iter().map(|(_, d)| plan_key(d, shape, 13).len()).sum()
+                }
+                _ => plan_key(&descs, shape, 13).len(),
+            };
+            let fold_like = rpk == 1;
             for &depth in &depths {
                 cells.push(Cell {
                     lay,
                     shape,
                     depth,
-                    rpk: rpk.len(),
+                    rpk,
                     w: vec![],
                     r: vec![],
                     // A sized plan identical to fold's is the same RPCs: measured once, as fold.
@@ -879,7 +936,8 @@ fn real_main() -> Result<(), String> {
             let fresh = if a.fresh_containers { Some(Cont::create(&conn, &label)?) } else { None };
             let cont = fresh.as_ref().or(shared.as_ref()).expect("a container");
             let first_key = (1u64 << 40) + n * 1_000_000;
-            let (w, rd, rpk) = measure(cont, &mut bufs, c.lay, c.shape, c.depth, first_key, 0x9e37_79b9_7f4a_7c15 ^ n)?;
+            let (w, rd, rpk) =
+                measure(cont, &mut bufs, c.lay, c.shape, c.depth, first_key, 0x9e37_79b9_7f4a_7c15 ^ n, a.chunk)?;
             drop(fresh);
             let c = &mut cells[i];
             c.rpk = rpk;

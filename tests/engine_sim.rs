@@ -1134,3 +1134,40 @@ fn a_chunked_write_failed_in_part_never_reads_back_mixed() {
         "no write was torn ({torn}) or left its key missing ({missing}): the test tested nothing"
     );
 }
+
+/// A chunked write whose chunk 0 landed in time and whose chunk 1 landed after its request was
+/// reported failed: the late chunk is punched, and so is chunk 0 (as a torn write's), so the
+/// key is missing, not a value of the failed write's first chunk (`queryMem` None, a read of
+/// that chunk alone a miss).
+#[test]
+fn a_chunked_write_late_in_part_leaves_its_key_missing() {
+    let _x = exclusive();
+    const KIB: usize = 1 << 10;
+    let params = [("chunk_bytes", "65536"), ("timeout_ms", "300"), ("max_inflight", "1"), ("num_queues", "1")];
+    let e = engine("eng-chunk-late", &params);
+    let k = reg(&e, "L");
+    let v1 = pattern(128 * KIB, 1);
+    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
+    // One RPC at a time, 200 ms each: chunk 0 lands at 200 ms, chunk 1 at 400 ms, past 300 ms.
+    control("latency 200000");
+    let v2 = pattern(128 * KIB, 2);
+    let w = prep_write(&e, &[(&v2, 0, &k)]);
+    assert_eq!(w.fold_count(), 2);
+    let res = run(&e, &w, Duration::from_secs(10));
+    assert!(matches!(res, Err(Error::Timeout { .. })), "{res:?}");
+    wait_drained(&e, "the late chunk or its punch never finished");
+    control("latency 0");
+    let start = Instant::now();
+    loop {
+        let size = e.query_sizes(&[ObjectKey::from_registration(b"L", 0)]).unwrap();
+        if size == vec![None] {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "the key still reports {size:?}: chunk 0 was not punched");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut first = vec![0u8; 64 * KIB];
+    let res = run(&e, &prep_read(&e, &mut [(&mut first, 0, &k)]), Duration::from_secs(5));
+    assert!(matches!(res, Err(Error::NoSuchKey { .. })), "{res:?}");
+    assert!(e.eviction().unwrap().torn >= 1);
+}

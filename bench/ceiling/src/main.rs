@@ -248,7 +248,8 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Shape {
-    /// fold=true (planner PerKey).
+    /// fold=true (planner PerKey) in a container without chunks: one RPC per key on one dkey,
+    /// whatever `--chunk` says.
     Fold,
     /// fold=auto, rpc_target_bytes = target (planner Sized, the default), in the chunks of
     /// `--chunk` (planner::chunk: a key's bytes past each multiple on a dkey of their own, as a

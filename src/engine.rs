@@ -28,14 +28,6 @@ use crate::watch::MapWatch;
 /// Every engine on the same container uses it, so agents share their keys.
 pub const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73; // "nixldaos"
 
-/// `lo` of the object holding the keys of a container laid out in chunks of `chunk` bytes
-/// (`Layout`): another object than the unchunked one's, so that engines of different layouts
-/// on one container (two that recorded at once, see `object_id`) miss each other's keys
-/// rather than read one layout's bytes as the other's.
-fn chunked_lo(chunk: u64) -> u64 {
-    OBJECT_LO + (u64::from(chunk.trailing_zeros()) << 8)
-}
-
 /// Container attribute recording the id of the object that holds the keys, and the layout of
 /// its keys: 16 bytes (the id) for one dkey per key, as every version before chunks wrote it;
 /// 24 bytes (the id, then the chunk size, little-endian) for a chunked container. A version
@@ -53,11 +45,14 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// `lo` of the object holding the keys of a container laid out in chunks of `chunk` bytes
+    /// (0: `OBJECT_LO`, one dkey per key): each layout an object of its own, so that engines of
+    /// different layouts on one container (two that recorded at once, see `object_id`) miss
+    /// each other's keys rather than read one layout's bytes as the other's.
     fn lo(chunk: u64) -> u64 {
-        if chunk == 0 {
-            OBJECT_LO
-        } else {
-            chunked_lo(chunk)
+        match chunk {
+            0 => OBJECT_LO,
+            c => OBJECT_LO + (u64::from(c.trailing_zeros()) << 8),
         }
     }
 

@@ -42,21 +42,23 @@ impl ObjectKey {
         ObjectKey(b.into())
     }
 
+    /// Where a chunk's dkey has its tag, and the chunk's index; None for any other key.
+    fn split(&self) -> Option<(usize, u64)> {
+        let at = self.0.windows(CHUNK_TAG.len()).position(|w| w == CHUNK_TAG)?;
+        let index = std::str::from_utf8(&self.0[at + CHUNK_TAG.len()..]).ok()?.parse().ok()?;
+        Some((at, index))
+    }
+
     /// The chunk this dkey holds: 0 for a key itself, N for `key\0nixl-daos.chunk.N`.
     pub fn chunk_index(&self) -> u64 {
-        match self.0.windows(CHUNK_TAG.len()).position(|w| w == CHUNK_TAG) {
-            Some(at) => {
-                std::str::from_utf8(&self.0[at + CHUNK_TAG.len()..]).ok().and_then(|n| n.parse().ok()).unwrap_or(0)
-            }
-            None => 0,
-        }
+        self.split().map_or(0, |(_, n)| n)
     }
 
     /// The key a chunk's dkey belongs to (itself for a key's chunk 0, or any key that is not a
     /// chunk's dkey).
     pub fn base(&self) -> ObjectKey {
-        match self.0.windows(CHUNK_TAG.len()).position(|w| w == CHUNK_TAG) {
-            Some(at) => ObjectKey(self.0[..at].into()),
+        match self.split() {
+            Some((at, _)) => ObjectKey(self.0[..at].into()),
             None => self.clone(),
         }
     }
@@ -80,9 +82,9 @@ impl ObjectKey {
 
     /// For logs and error messages: a chunk's dkey as its key and the chunk's index.
     pub fn display(&self) -> String {
-        match self.chunk_index() {
-            0 => String::from_utf8_lossy(&self.0).into_owned(),
-            n => format!("{} (chunk {n})", self.base().display()),
+        match self.split() {
+            None => String::from_utf8_lossy(&self.0).into_owned(),
+            Some((at, n)) => format!("{} (chunk {n})", String::from_utf8_lossy(&self.0[..at])),
         }
     }
 }

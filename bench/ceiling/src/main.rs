@@ -32,6 +32,11 @@
 #[allow(unsafe_op_in_unsafe_fn)]
 mod bindings;
 
+/// The plugin's own naming of a chunk's dkey (`ObjectKey::chunk`), not a copy of it.
+#[path = "../../../src/key.rs"]
+#[allow(dead_code)]
+mod key;
+
 use bindings::*;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -45,10 +50,8 @@ const DAOS_OCH_SHD_MAX: u16 = 1 << 9;
 const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73;
 /// src/config.rs DEFAULT_RPC_TARGET_BYTES.
 const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
-/// src/config.rs DEFAULT_CHUNK_BYTES, and src/key.rs's name of a chunk's dkey (the key's bytes,
-/// this tag, the chunk's index).
+/// src/config.rs DEFAULT_CHUNK_BYTES.
 const DEFAULT_CHUNK_BYTES: u64 = 4 << 20;
-const CHUNK_TAG: &[u8] = b"\0nixl-daos.chunk.";
 /// src/planner.rs: DAOS_RPC_SIZE, RPC_HEADER_BYTES, EXTENT_BODY_BYTES, CSUM_CHUNK, CSUM_BYTES.
 const DAOS_RPC_SIZE: u64 = 20 * 1024;
 const RPC_HEADER_BYTES: u64 = 1024;
@@ -712,14 +715,9 @@ fn by_chunk(descs: &[Extent], chunk: u64) -> Vec<(u64, Vec<Extent>)> {
     groups.into_iter().collect()
 }
 
-/// The dkey of chunk `index` of a key (src/key.rs ObjectKey::chunk).
+/// The dkey of chunk `index` of a key, as the plugin names it.
 fn chunk_dkey(key: &[u8], index: u64) -> Vec<u8> {
-    let mut d = key.to_vec();
-    if index > 0 {
-        d.extend_from_slice(CHUNK_TAG);
-        d.extend_from_slice(index.to_string().as_bytes());
-    }
-    d
+    key::ObjectKey::from_registration(key, 0).chunk(index).as_bytes().to_vec()
 }
 
 fn default_queues() -> usize {

@@ -77,6 +77,10 @@ pub struct Config {
     /// Chunk size for a container without a recorded layout (0: one dkey per key); a
     /// container's recorded layout wins (`crate::engine`).
     pub chunk_bytes: u64,
+    /// Whether a new chunked container places each key's chunks on the object's redundancy
+    /// groups in turn (`crate::key::ChunkNames::Spread`) rather than where their hash falls;
+    /// recorded with its layout like `chunk_bytes`.
+    pub spread_chunks: bool,
     pub num_queues: usize,
     pub max_inflight: usize,
     pub timeout_ms: u64,
@@ -163,6 +167,11 @@ pub const PARAMS: &[Param] = &[
         name: "chunk_bytes",
         default: |_| DEFAULT_CHUNK_BYTES.to_string(),
         description: "a new container's chunk: a key's bytes past each multiple of it go to a dkey of their own, on another target (a power of two from 65536 to 1073741824, or 0: one dkey per key); a container keeps the chunk it was first used with",
+    },
+    Param {
+        name: "spread_chunks",
+        default: |_| "true".to_string(),
+        description: "a new chunked container names each key's chunks so that DAOS places them on its object's redundancy groups in turn, and a value of two chunks never sits on one target (false: where the hash falls); a container keeps the naming it was first used with",
     },
     Param {
         name: "num_queues",
@@ -390,6 +399,7 @@ impl Config {
                 min_bytes: parse_int("spread_min_bytes", &get("spread_min_bytes"), 4096, 1 << 30)?,
             },
             chunk_bytes: parse_chunk(&get("chunk_bytes"))?,
+            spread_chunks: parse_bool("spread_chunks", &get("spread_chunks"))?,
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
             max_inflight: parse_int("max_inflight", &get("max_inflight"), 1, 1 << 20)? as usize,
             timeout_ms: parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?,

@@ -17,7 +17,7 @@ use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
 use crate::evict::{self, Evictor, Posting, WriteIds};
-use crate::key::ObjectKey;
+use crate::key::{ChunkNames, ObjectKey};
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 use crate::registry::Registry;
@@ -30,29 +30,45 @@ pub const OBJECT_LO: u64 = 0x6e69_786c_6461_6f73; // "nixldaos"
 
 /// Container attribute recording the id of the object that holds the keys, and the layout of
 /// its keys: 16 bytes (the id) for one dkey per key, as every version before chunks wrote it;
-/// 24 bytes (the id, then the chunk size, little-endian) for a chunked container. A version
-/// before chunks refuses a 24-byte record at create_backend ("not an object id"), so it never
-/// reads a chunked key's first chunk as the whole value, nor writes a value past its first
-/// chunk where chunked readers do not look.
+/// 24 bytes (the id, then the chunk size, little-endian) for chunks named `ChunkNames::Plain`;
+/// 32 bytes (then the naming rule, little-endian: 1 = `ChunkNames::Spread`) for chunks placed
+/// round the object's groups. A version that does not know a record's length refuses it at
+/// create_backend ("not an object id"), so it never reads a chunked key's first chunk as the
+/// whole value, nor names chunks otherwise than their writer did.
 pub const OBJECT_ID_ATTR: &str = "nixl_daos.object_id";
 
-/// Where a container's keys live: the object, and the chunk size (0: one dkey per key, the
-/// layout of containers first used before chunks, which stays readable as it was).
+/// The naming rule a 32-byte record names (`ChunkNames::Spread` over the object's groups).
+const SPREAD_NAMES: u64 = 1;
+
+/// Where a container's keys live: the object, the chunk size (0: one dkey per key, the
+/// layout of containers first used before chunks, which stays readable as it was) and how the
+/// chunks' dkeys are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     pub oid: ObjectId,
     pub chunk: u64,
+    pub names: ChunkNames,
 }
 
 impl Layout {
+    /// The layout a new container gets: `names` spread over the object's groups when `spread`.
+    fn new(oid: ObjectId, chunk: u64, spread: bool) -> Layout {
+        let names = match spread && chunk > 0 {
+            true => ChunkNames::Spread { groups: oid.groups() },
+            false => ChunkNames::Plain,
+        };
+        Layout { oid, chunk, names }
+    }
+
     /// `lo` of the object holding the keys of a container laid out in chunks of `chunk` bytes
-    /// (0: `OBJECT_LO`, one dkey per key): each layout an object of its own, so that engines of
-    /// different layouts on one container (two that recorded at once, see `object_id`) miss
-    /// each other's keys rather than read one layout's bytes as the other's.
-    fn lo(chunk: u64) -> u64 {
+    /// (0: `OBJECT_LO`, one dkey per key), named spread or not: each layout an object of its
+    /// own, so that engines of different layouts on one container (two that recorded at once,
+    /// see `object_id`) miss each other's keys rather than read one layout's bytes as the
+    /// other's.
+    fn lo(chunk: u64, spread: bool) -> u64 {
         match chunk {
             0 => OBJECT_LO,
-            c => OBJECT_LO + (u64::from(c.trailing_zeros()) << 8),
+            c => OBJECT_LO + (u64::from(c.trailing_zeros()) << 8) + (u64::from(spread) << 16),
         }
     }
 
@@ -62,10 +78,17 @@ impl Layout {
         ObjectId { lo: self.oid.lo + 1, hi: self.oid.hi }
     }
 
+    fn spread(&self) -> bool {
+        matches!(self.names, ChunkNames::Spread { .. })
+    }
+
     fn to_bytes(self) -> Vec<u8> {
         let mut b = self.oid.to_bytes().to_vec();
         if self.chunk > 0 {
             b.extend_from_slice(&self.chunk.to_le_bytes());
+        }
+        if self.spread() {
+            b.extend_from_slice(&SPREAD_NAMES.to_le_bytes());
         }
         b
     }
@@ -77,26 +100,35 @@ impl Layout {
                  (a later version's layout?); use another container, or one this version laid out"
             )
         };
-        let (oid, chunk) = match b.len() {
-            16 => (ObjectId::from_bytes(b), 0),
-            24 => (ObjectId::from_bytes(&b[..16]), u64::from_le_bytes(b[16..].try_into().expect("8 bytes"))),
-            n => return Err(bad(format!("holds {n} bytes, not an object id (16) or an id and a chunk size (24)"))),
+        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let (chunk, spread) = match b.len() {
+            16 => (0, false),
+            24 => (word(16), false),
+            32 => match word(24) {
+                SPREAD_NAMES => (word(16), true),
+                n => return Err(bad(format!("names its chunks by rule {n}, not 1 (spread over the object's groups)"))),
+            },
+            n => {
+                return Err(bad(format!(
+                    "holds {n} bytes, not an object id (16), an id and a chunk size (24) or those and a naming rule (32)"
+                )));
+            }
         };
-        let oid = oid.expect("16 bytes");
-        if b.len() == 24 && !(chunk.is_power_of_two() && (MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&chunk)) {
+        let oid = ObjectId::from_bytes(&b[..16]).expect("16 bytes");
+        if b.len() > 16 && !(chunk.is_power_of_two() && (MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&chunk)) {
             return Err(bad(format!(
                 "records the chunk size {chunk}, not a power of two from {MIN_CHUNK_BYTES} to {MAX_CHUNK_BYTES}"
             )));
         }
-        if chunk > 0 && oid.lo != Layout::lo(chunk) {
+        if chunk > 0 && oid.lo != Layout::lo(chunk, spread) {
             return Err(bad(format!(
                 "records object {:#x}.{:#x} for chunks of {chunk} bytes, whose object is {:#x}.*",
                 oid.hi,
                 oid.lo,
-                Layout::lo(chunk)
+                Layout::lo(chunk, spread)
             )));
         }
-        Ok(Layout { oid, chunk })
+        Ok(Layout::new(oid, chunk, spread))
     }
 }
 
@@ -118,17 +150,24 @@ fn object_id(
     oclass: u32,
     oclass_name: Option<&str>,
     chunk: u64,
+    spread: bool,
 ) -> Result<Layout> {
     // Unknown health (the query failed): treated as degraded, the safe side.
     let healthy = health.is_some_and(|h| !h.degraded());
     match cont.get_attr(OBJECT_ID_ATTR)? {
         Some(bytes) => {
             let recorded = Layout::from_bytes(&bytes).map_err(Error::InvalidArg)?;
-            if recorded.chunk != chunk {
+            if recorded.chunk != chunk || (chunk > 0 && recorded.spread() != spread) {
                 tracing::info!(
-                    "container {:?} keeps its keys in chunks of {} bytes (0: one dkey per key), as recorded when it was \
-                     first used; chunk_bytes={chunk} applies only to new containers",
-                    cont.label, recorded.chunk
+                    "container {:?} keeps its keys in chunks of {} bytes (0: one dkey per key){}, as recorded when it \
+                     was first used; chunk_bytes={chunk} and spread_chunks={spread} apply only to new containers",
+                    cont.label,
+                    recorded.chunk,
+                    match (recorded.chunk, recorded.names) {
+                        (0, _) => "",
+                        (_, ChunkNames::Plain) => " named where their hash falls",
+                        (_, ChunkNames::Spread { .. }) => " spread over the object's groups",
+                    }
                 );
             }
             let oid = recorded.oid;
@@ -153,12 +192,13 @@ fn object_id(
             Ok(recorded)
         }
         None if healthy => {
-            let wanted = Layout { oid: Object::generate_id(lib, cont, Layout::lo(chunk), oclass, true)?, chunk };
+            let wanted =
+                Layout::new(Object::generate_id(lib, cont, Layout::lo(chunk, spread), oclass, true)?, chunk, spread);
             cont.set_attr(OBJECT_ID_ATTR, &wanted.to_bytes())?;
             Ok(wanted)
         }
         None => {
-            let provisional = Object::generate_id(lib, cont, Layout::lo(chunk), oclass, false)?;
+            let provisional = Object::generate_id(lib, cont, Layout::lo(chunk, spread), oclass, false)?;
             tracing::warn!(
                 "container {:?} has no object yet and its pool is degraded ({}): using a provisional object of one \
                  redundancy group, not recorded; the first engine started on the healthy pool records the container's \
@@ -169,7 +209,7 @@ fn object_id(
                     h.disabled, h.targets
                 )),
             );
-            Ok(Layout { oid: provisional, chunk })
+            Ok(Layout::new(provisional, chunk, spread))
         }
     }
 }
@@ -367,7 +407,7 @@ impl Engine {
         tracing::debug!(container = %cfg.container, "create_backend: container open after {:?}", t0.elapsed());
         // Also installs the newest pool map before anything is placed.
         let health = pool.health(bound).inspect_err(|e| tracing::warn!(pool = %cfg.pool, "{e}")).ok();
-        let layout = object_id(lib, &cont, health, oclass, cfg.oclass.as_deref(), cfg.chunk_bytes)
+        let layout = object_id(lib, &cont, health, oclass, cfg.oclass.as_deref(), cfg.chunk_bytes, cfg.spread_chunks)
             .inspect_err(|e| abandon_on_timeout(e, &pool, Some(&cont)))?;
         let oid = layout.oid;
         tracing::debug!(health = ?health, "create_backend: object id after {:?}", t0.elapsed());
@@ -491,7 +531,7 @@ impl Engine {
         }
         let keys = pairs.iter().map(|p| &p.key).collect::<std::collections::HashSet<_>>().len();
         let bytes = pairs.iter().map(|p| p.len).sum();
-        let folds = planner::plan(&planner::chunk(pairs, self.layout().chunk), self.cfg.fold)?;
+        let folds = planner::plan(&planner::chunk(pairs, self.layout().chunk, self.layout().names), self.cfg.fold)?;
         Ok(Box::new(Request {
             op,
             state: Mutex::new(RequestState { folds, spread: None, keys, bytes, current: None }),
@@ -688,7 +728,7 @@ impl Engine {
         for (&i, s) in asked.iter().zip(ask(&plain)?) {
             sizes[i] = s;
         }
-        let chunk = self.layout().chunk;
+        let Layout { chunk, names, .. } = self.layout();
         if chunk == 0 {
             return Ok(sizes);
         }
@@ -698,7 +738,7 @@ impl Engine {
         let mut width = 1u64;
         while !next.is_empty() {
             let dkeys: Vec<ObjectKey> =
-                next.iter().flat_map(|&(i, from)| (from..from + width).map(move |c| keys[i].chunk(c))).collect();
+                next.iter().flat_map(|&(i, from)| (from..from + width).map(move |c| keys[i].chunk(c, names))).collect();
             let got = ask(&dkeys)?;
             let mut still = Vec::new();
             for (n, &(i, from)) in next.iter().enumerate() {
@@ -791,5 +831,56 @@ impl Drop for Engine {
             drop(self.handles.take());
             tracing::debug!(pool = %self.cfg.pool, container = %self.cfg.container, "DAOS backend closed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An id of `groups` groups at `lo`, as DAOS encodes it (groups in bits 32-47 of `hi`).
+    fn oid(lo: u64, groups: u64) -> ObjectId {
+        ObjectId { lo, hi: (1 << 56) | (groups << 32) | 7 }
+    }
+
+    #[test]
+    fn layout_records_read_back_as_written() {
+        for (layout, len) in [
+            (Layout::new(oid(OBJECT_LO, 2), 0, true), 16),
+            (Layout::new(oid(Layout::lo(1 << 22, false), 2), 1 << 22, false), 24),
+            (Layout::new(oid(Layout::lo(1 << 22, true), 2), 1 << 22, true), 32),
+        ] {
+            let b = layout.to_bytes();
+            assert_eq!(b.len(), len, "{layout:?}");
+            assert_eq!(Layout::from_bytes(&b).unwrap(), layout);
+        }
+        // No chunks: nothing to name, whatever spread_chunks says.
+        assert_eq!(Layout::new(oid(OBJECT_LO, 2), 0, true).names, ChunkNames::Plain);
+        // Spread names go round the recorded object's groups, not today's pool's.
+        let spread = Layout::from_bytes(&Layout::new(oid(Layout::lo(1 << 16, true), 6), 1 << 16, true).to_bytes());
+        assert_eq!(spread.unwrap().names, ChunkNames::Spread { groups: 6 });
+        // Each layout has an object of its own.
+        let los =
+            [Layout::lo(0, false), Layout::lo(1 << 22, false), Layout::lo(1 << 22, true), Layout::lo(1 << 16, true)];
+        assert!(los.iter().enumerate().all(|(i, a)| los[i + 1..].iter().all(|b| a != b && a + 1 != *b && b + 1 != *a)));
+    }
+
+    #[test]
+    fn layout_records_this_version_cannot_name_are_refused() {
+        let good = Layout::new(oid(Layout::lo(1 << 22, true), 2), 1 << 22, true).to_bytes();
+        let mut rule2 = good.clone();
+        rule2[24] = 2;
+        let err = Layout::from_bytes(&rule2).unwrap_err();
+        assert!(err.contains("rule 2") && err.contains(OBJECT_ID_ATTR), "{err}");
+        let err = Layout::from_bytes(&good[..20]).unwrap_err();
+        assert!(err.contains("holds 20 bytes"), "{err}");
+        // A spread record on the plain layout's object (or the other way): refused, not read
+        // with the other naming.
+        let mut wrong = Layout::new(oid(Layout::lo(1 << 22, false), 2), 1 << 22, false).to_bytes();
+        wrong.extend_from_slice(&SPREAD_NAMES.to_le_bytes());
+        assert!(Layout::from_bytes(&wrong).unwrap_err().contains("whose object is"));
+        let mut odd = good.clone();
+        odd[16..24].copy_from_slice(&3000u64.to_le_bytes());
+        assert!(Layout::from_bytes(&odd).unwrap_err().contains("chunk size 3000"));
     }
 }

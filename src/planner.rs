@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::daos::io::Extent;
 use crate::error::{Error, Result};
-use crate::key::ObjectKey;
+use crate::key::{ChunkNames, ObjectKey};
 
 /// DAOS's RPC size (`DAOS_RPC_SIZE`): a body larger than this is not sent with the request;
 /// the server fetches it in an extra round trip. Data of up to `DAOS_BULK_LIMIT` (this less
@@ -313,8 +313,8 @@ pub fn plan(pairs: &[Pair], policy: FoldPolicy) -> Result<Vec<Fold>> {
 /// offset. DAOS places each dkey on a target by its hash, so one large value is written and
 /// read by several targets at once; `plan` then folds each chunk's pieces as a key of its own,
 /// so no RPC crosses a chunk. A value within the first chunk keeps the unchunked layout.
-/// `chunk` 0 returns the pairs as they are.
-pub fn chunk(pairs: Vec<Pair>, chunk: u64) -> Vec<Pair> {
+/// `chunk` 0 returns the pairs as they are. `names` is the container's naming of chunks.
+pub fn chunk(pairs: Vec<Pair>, chunk: u64, names: ChunkNames) -> Vec<Pair> {
     if chunk == 0 || pairs.iter().all(|p| p.offset.saturating_add(p.len) <= chunk) {
         return pairs;
     }
@@ -337,7 +337,7 @@ pub fn chunk(pairs: Vec<Pair>, chunk: u64) -> Vec<Pair> {
             let dkey = match &last {
                 Some((k, i, d)) if *i == index && *k == p.key => d.clone(),
                 _ => {
-                    let d = p.key.chunk(index);
+                    let d = p.key.chunk(index, names);
                     last = Some((p.key.clone(), index, d.clone()));
                     d
                 }
@@ -662,7 +662,8 @@ mod tests {
             // Chunked (a chunked container's layout) in most rounds, by a size that may fall
             // anywhere inside a descriptor.
             let chunk_size = [0, 1000, 4096, 64 * KIB, 1 << 20][rnd(5) as usize];
-            let chunked = chunk(pairs.clone(), chunk_size);
+            let names = [ChunkNames::Plain, ChunkNames::Spread { groups: 1 + rnd(9) as u32 }][rnd(2) as usize];
+            let chunked = chunk(pairs.clone(), chunk_size, names);
             // Each plan, and the same plan spread (as for an idle engine: crate::engine).
             let (want, floor) = (1 + rnd(24) as usize, 1 + rnd(4 * KIB));
             let plans = [PK, OFF, sized(target), sized(u64::MAX)].into_iter().flat_map(|policy| {
@@ -688,7 +689,7 @@ mod tests {
                                 assert_eq!((e.offset + e.len - 1) / chunk_size, index, "an extent crosses a chunk");
                                 assert_eq!(
                                     f.key,
-                                    key(&f.key.display()[..1]).chunk(index),
+                                    key(&f.key.display()[..1]).chunk(index, names),
                                     "extent at {} in the wrong dkey",
                                     e.offset
                                 );
@@ -718,33 +719,35 @@ mod tests {
 
     #[test]
     fn chunks_cut_values_at_multiples_of_the_chunk() {
+        // Named round two groups, as a chunked container on two targets names them.
+        const S: ChunkNames = ChunkNames::Spread { groups: 2 };
         // One 8 MiB value in 4 MiB chunks: two RPCs, on the key and on its chunk 1.
-        let folds = plan(&chunk(vec![pair("k", 1 << 30, 0, 8 * MIB)], 4 * MIB), sized(8 * MIB)).unwrap();
+        let folds = plan(&chunk(vec![pair("k", 1 << 30, 0, 8 * MIB)], 4 * MIB, S), sized(8 * MIB)).unwrap();
         assert_eq!(folds.len(), 2);
         assert_eq!(folds[0].key, key("k"));
         assert_eq!(folds[0].extents, vec![Extent { offset: 0, len: 4 * MIB, addr: 1 << 30 }]);
-        assert_eq!(folds[1].key, key("k").chunk(1));
+        assert_eq!(folds[1].key, key("k").chunk(1, S));
         assert_eq!(folds[1].extents, vec![Extent { offset: 4 * MIB, len: 4 * MIB, addr: (1 << 30) + 4 * MIB }]);
         // Two 40 MiB keys of 1 MiB layers (apart in memory): 10 chunks of 4 layers each, one
         // RPC per chunk, whatever the policy folds (fold=true too: a fold never crosses a chunk).
         for policy in [PK, sized(8 * MIB)] {
-            let folds = plan(&chunk(kv(2, 40, MIB), 4 * MIB), policy).unwrap();
+            let folds = plan(&chunk(kv(2, 40, MIB), 4 * MIB, S), policy).unwrap();
             assert_eq!(folds.len(), 20, "{policy:?}");
             assert!(folds.iter().all(|f| f.extents.len() == 4 && f.bytes() == 4 * MIB));
-            assert!(folds.iter().any(|f| f.key == key("blk1").chunk(9)));
+            assert!(folds.iter().any(|f| f.key == key("blk1").chunk(9, S)));
         }
         // Values within the first chunk keep the unchunked layout: the same pairs, the same plan.
         let small = kv(3, 64, 4 * KIB);
-        assert_eq!(plan(&chunk(small.clone(), 4 * MIB), PK).unwrap(), plan(&small, PK).unwrap());
+        assert_eq!(plan(&chunk(small.clone(), 4 * MIB, S), PK).unwrap(), plan(&small, PK).unwrap());
         // A descriptor across a boundary, not at offset 0: split at the boundary only.
-        let c = chunk(vec![pair("k", 100, 3 * MIB, 2 * MIB)], 4 * MIB);
+        let c = chunk(vec![pair("k", 100, 3 * MIB, 2 * MIB)], 4 * MIB, S);
         assert_eq!(c.len(), 2);
         assert_eq!((c[0].offset, c[0].len, c[0].addr, &c[0].key), (3 * MIB, MIB, 100, &key("k")));
-        assert_eq!((c[1].offset, c[1].len, c[1].addr, &c[1].key), (4 * MIB, MIB, 100 + MIB, &key("k").chunk(1)));
+        assert_eq!((c[1].offset, c[1].len, c[1].addr, &c[1].key), (4 * MIB, MIB, 100 + MIB, &key("k").chunk(1, S)));
         // Chunk 0 (off): untouched.
-        assert_eq!(chunk(vec![pair("k", 0, 0, 8 * MIB)], 0).len(), 1);
+        assert_eq!(chunk(vec![pair("k", 0, 0, 8 * MIB)], 0, S).len(), 1);
         // A descriptor past the largest record index: left whole, and refused by plan with its key.
-        let far = chunk(vec![pair("k", 0, u64::MAX - 10, 100)], 4 * MIB);
+        let far = chunk(vec![pair("k", 0, u64::MAX - 10, 100)], 4 * MIB, S);
         assert_eq!((far.len(), &far[0].key), (1, &key("k")));
         assert!(plan(&far, PK).is_err());
     }

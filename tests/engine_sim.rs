@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use plugin_DAOS::config::Config;
 use plugin_DAOS::engine::{Desc, Engine, MemType, Registration, Request, XferOp};
 use plugin_DAOS::error::{Error, Status};
-use plugin_DAOS::key::ObjectKey;
+use plugin_DAOS::key::{ChunkNames, ObjectKey};
 
 fn sim_path() -> String {
     let manifest = env!("CARGO_MANIFEST_DIR");
@@ -381,8 +381,22 @@ fn settle(e: &Engine, req: &Request, limit: Duration) -> (Result<Status, Error>,
 #[test]
 fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     let _x = exclusive();
-    const RPC: usize = 8 << 20;
-    let e = engine("eng-siblings", &[("num_queues", "2"), ("rpc_target_bytes", "8388608")]);
+    // 8 MiB RPCs in a container of 4 MiB chunks: a chunk is a dkey of its own, so each RPC
+    // carries one 4 MiB chunk. (With the chunks left to their default the check at 8 MiB
+    // failed in CI whenever the failure fell between the two chunks of one 8 MiB piece.)
+    const RPC: usize = 4 << 20;
+    // spread_rpcs 0: a spread plan (chosen at post, not counted by fold_count) could cut a
+    // chunk into smaller RPCs.
+    let e = engine(
+        "eng-siblings",
+        &[
+            ("num_queues", "2"),
+            ("rpc_target_bytes", "8388608"),
+            ("chunk_bytes", "4194304"),
+            ("spread_rpcs", "0"),
+            ("evict", "false"), // no eviction thread: daos-sim's fetch count is this request's
+        ],
+    );
     let present = reg(&e, "sibling-present");
     let absent = reg(&e, "sibling-absent");
     let data = pattern(32 << 20, 4);
@@ -393,21 +407,32 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     let mut small = vec![0u8; 16];
     let mut big = vec![0u8; 32 << 20];
     let req = prep_read(&e, &mut [(&mut small, 0, &absent), (&mut big, 0, &present)]);
+    assert_eq!(req.fold_count(), 1 + 8, "the per-RPC check below assumes 4 MiB RPCs");
+    let fetches_before = stat("fetch");
     e.post(&req).unwrap();
     let (outcome, inflight) = settle(&e, &req, Duration::from_secs(20));
+    let launched = stat("fetch") - fetches_before;
     control("bandwidth 0");
+    // Room for a fold launched after the report, if any, to reach DAOS and land.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(stat("fetch") - fetches_before, launched, "a fold of the failed request reached DAOS after its report");
     assert!(matches!(outcome, Err(Error::NoSuchKey { .. })), "{outcome:?}");
     assert_eq!(inflight, 0, "reported while a sibling fetch could still write the caller's buffer");
-    // The sibling's 32 MiB go out as four 8 MiB RPCs (fold=auto): each either was launched before
+    // The sibling's 32 MiB go out as eight 4 MiB RPCs (fold=auto): each either was launched before
     // the failure, and then completed before it was reported, or was dropped unlaunched because
     // its request had already failed. So the check is per RPC: checking the 32 MiB as one piece
     // (written when a key was one RPC) failed whenever the failure fell between two of them.
+    let mut whole = 0;
     for (i, (got, want)) in big.chunks(RPC).zip(data.chunks(RPC)).enumerate() {
         assert!(
             got == want || got.iter().all(|&b| b == 0),
             "RPC {i} of the sibling was cut short or ran after the report"
         );
+        whole += usize::from(got == want);
     }
+    // Every sibling fetch DAOS was given (all but the missing key's) had landed whole when the
+    // failure was reported; none landed that was not counted as launched by then.
+    assert_eq!(whole as u64, launched - 1, "sibling fetches launched by the report: {}", launched - 1);
     assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
 }
 
@@ -1053,12 +1078,21 @@ fn a_container_keeps_the_layout_it_was_first_used_with() {
     let _x = exclusive();
     const MIB: usize = 1 << 20;
     let data = pattern(3 * MIB, 5);
-    for (first, later) in [("0", "65536"), ("65536", "0"), ("65536", "1048576")] {
-        let cont = format!("eng-layout-{first}-{later}");
-        let a = engine(&cont, &[("chunk_bytes", first)]);
+    let plain = ChunkNames::Plain;
+    let spread = ChunkNames::Spread { groups: 8 };
+    for ((first, first_spread, names), later, later_spread) in [
+        (("0", "true", plain), "65536", "true"),
+        (("65536", "true", spread), "0", "false"),
+        (("65536", "true", spread), "1048576", "false"),
+        // A container chunked before spread names (a 24-byte record) keeps its plain names.
+        (("65536", "false", plain), "65536", "true"),
+    ] {
+        let cont = format!("eng-layout-{first}-{first_spread}-{later}");
+        let a = engine(&cont, &[("chunk_bytes", first), ("spread_chunks", first_spread)]);
+        assert_eq!(a.layout().names, names, "first {first} spread {first_spread}");
         let ka = reg(&a, "v");
         run(&a, &prep_write(&a, &[(&data, 0, &ka)]), Duration::from_secs(10)).unwrap();
-        let b = engine(&cont, &[("chunk_bytes", later)]);
+        let b = engine(&cont, &[("chunk_bytes", later), ("spread_chunks", later_spread)]);
         assert_eq!(b.layout(), a.layout(), "first {first}, later {later}");
         assert_eq!(b.layout().chunk, first.parse::<u64>().unwrap());
         let kb = reg(&b, "v");
@@ -1069,10 +1103,12 @@ fn a_container_keeps_the_layout_it_was_first_used_with() {
     }
     // Layouts keep their keys in different objects: an engine of one layout never reads the
     // other's bytes as its own (two engines that recorded at once would miss, not mix).
-    let plain = engine("eng-layout-a", &[("chunk_bytes", "0")]);
+    let unchunked = engine("eng-layout-a", &[("chunk_bytes", "0")]);
     let chunked = engine("eng-layout-b", &[("chunk_bytes", "65536")]);
-    assert_ne!(plain.object_id().lo, chunked.object_id().lo);
-    assert_eq!(plain.object_id().groups(), chunked.object_id().groups());
+    let hashed = engine("eng-layout-c", &[("chunk_bytes", "65536"), ("spread_chunks", "false")]);
+    let los = [unchunked.object_id().lo, chunked.object_id().lo, hashed.object_id().lo];
+    assert!(los[0] != los[1] && los[1] != los[2] && los[0] != los[2], "{los:x?}");
+    assert_eq!(unchunked.object_id().groups(), chunked.object_id().groups());
 }
 
 /// A key inside the dkeys kept for chunks is refused: registered, it could read or overwrite

@@ -180,6 +180,14 @@ def post_reads_left_in_flight(agent, dev: int, size: int, n: int):
     return bufs, handles
 
 
+def plugin_params() -> dict[str, str]:
+    """The plugin's parameters and their defaults as it lists them to NIXL (get_plugin_params)."""
+    from nixl_cu12._api import nixl_agent, nixl_agent_config
+
+    probe = nixl_agent(f"params-probe-{os.getpid()}-{unique_dev_id()}", nixl_agent_config(backends=[]))
+    return dict(probe.get_plugin_params(BACKEND))
+
+
 def unique_key(prefix: str = "k") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 

@@ -312,8 +312,9 @@ def test_spread_only_while_the_engine_is_idle(make_agent, sim):
 def test_chunked_values_through_nixl(make_agent, sim_or_none):
     """A container of 1 MiB chunks (chunk_bytes): a 9.5 MiB value written as two descriptors that
     end and start inside chunks goes out as one RPC per chunk, reads back whole and across a
-    chunk boundary, and queryMem reports its size; a second agent with another chunk_bytes on
-    the same container keeps the recorded chunks and reads it too."""
+    chunk boundary, and queryMem reports its size; a second agent with another chunk_bytes and
+    spread_chunks=false on the same container keeps the recorded chunks and their spread names,
+    and reads it too."""
     cont = unique_key("chunks")
     agent = make_agent({"container": cont, "create_container": "true", "chunk_bytes": str(MiB)})
     size, cut = 9 * MiB + MiB // 2, 3 * MiB + 12345
@@ -332,7 +333,7 @@ def test_chunked_values_through_nixl(make_agent, sim_or_none):
     assert_same(agent.get(dev, size), src, "the chunked value")
     assert_same(agent.get(dev, 2 * MiB, offset=MiB + 7), src[MiB + 7 : 3 * MiB + 7], "a range across chunks")
     assert int(agent.query([key])[0]["size"]) == size
-    other = make_agent({"container": cont, "chunk_bytes": "0"})
+    other = make_agent({"container": cont, "chunk_bytes": "0", "spread_chunks": "false"})
     odev = other.reg_obj(key, size)
     assert_same(other.get(odev, size), src, "the value through an agent of another chunk_bytes")
     assert int(other.query([key])[0]["size"]) == size

@@ -64,10 +64,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 if "--real" in sys.argv[1:] and __name__ == "__main__":
-    # daoskit reads these at import: a real pool (DAOS_POOL) through NIXL_DAOS_LIBDAOS, no daos-sim;
-    # every contender, workload and pass gets a container of its own, so DAOS_CONT only has to be set.
-    os.environ["NIXL_DAOS_TESTBED"] = "1"
-    os.environ.setdefault("DAOS_CONT", "unused")
+    # Every contender, workload and pass gets a container of its own.
+    from bench.testbed import use_real_pool
+
+    use_real_pool()
 
 from bench import kv_passes, kv_report, real_pool  # noqa: E402
 from bench.kv_contenders import MemcpyContender, NixlContender, build_contenders, calm  # noqa: E402
@@ -294,8 +294,9 @@ def main(argv=None) -> int:
         )
     print(
         "  each contender times new-key writes (every rep to keys never written, as KV offload writes a block "
-        "once: the headline write), then overwrites of the last keys, then reads; every read rep is compared in "
-        "full with the source; +net contenders time no new-key write (an untimed first write, no modeled network)"
+        "once: the headline write), then reads of the last rep's keys (written once, as KV offload reads them), then "
+        "overwrites of those keys; every read rep is compared in full with the source; +net contenders time no "
+        "new-key write (an untimed first write, no modeled network), then overwrites, then reads"
     )
     if a.glibc_nt_threshold:
         print(f"  GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES')}")
@@ -371,6 +372,8 @@ def main(argv=None) -> int:
         "when": stamp,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
         "workloads": [w.__dict__ | {"nbytes": w.nbytes} for w in workloads],
+        # The defaults the DAOS contenders ran with (chunk_bytes sets the RPCs a fold sends).
+        "plugin_params": daoskit.plugin_params(),
         "handles": a.handles,
         "where": "real" if a.real else "daos-sim",
         "net_model": {

@@ -301,24 +301,40 @@ class PosixContender(NixlContender):
         self.on_daos = on_daos  # files on a dfuse mount of DAOS_POOL
         self.fds: list[int] = []
         self.files = None
+        self.retired: list[tuple] = []  # (registration, fds) of earlier reps, on DAOS (renew_storage)
+        self.made = 0  # file sets made: a set's files are named after it
 
     def make_storage(self, w: Workload) -> list[int]:
         if self.on_daos:
             real_pool.wait_for_space(4 * w.nbytes, self.name)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.made += 1
         for k in range(w.keys):
-            self.fds.append(os.open(self.root / f"k{k}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
+            self.fds.append(os.open(self.root / f"k{self.made}-{k}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600))
         self.files = self.agent.register_memory(
             [(0, w.key_bytes, fd, "") for fd in self.fds], "FILE", backends=[self.backend]
         )
         return list(self.fds)
 
+    def renew_storage(self, w: Workload) -> list[int]:
+        if not self.on_daos:
+            return super().renew_storage(w)
+        # On DAOS the earlier rep's files stay until drop_storage, as the plugins keep their
+        # earlier keys: files unlinked now give their space back only when the engine
+        # aggregates, 27-31 s later (bench/RECLAIM_FINDINGS.md), in the middle of the timed reads
+        # that follow the last rep, which would slow this contender's reads and no other's.
+        self.retired.append((self.files, self.fds))
+        self.files, self.fds = None, []
+        return self.make_storage(w)
+
     def drop_storage(self) -> None:
-        self.agent.deregister_memory(self.files, backends=[self.backend])
-        self.files = None
-        for fd in self.fds:
-            os.close(fd)
-        self.fds.clear()
+        sets = self.retired + [(self.files, self.fds)]
+        self.retired, self.files, self.fds = [], None, []
+        for files, fds in sets:
+            if files is not None:
+                self.agent.deregister_memory(files, backends=[self.backend])
+            for fd in fds:
+                os.close(fd)
         for p in self.root.glob("k*"):
             p.unlink()
 

@@ -49,9 +49,9 @@ def parse_args(argv=None):
 def worker(a) -> int:
     """One client: create the backend, wait for the common start, write, read, verify; one JSON line."""
     if a.real:
-        # daoskit reads these at import: the real pool, and this run's container
-        os.environ["NIXL_DAOS_TESTBED"] = "1"
-        os.environ["DAOS_CONT"] = a.container
+        from bench.testbed import use_real_pool
+
+        use_real_pool(a.container)
     os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
     import numpy as np
 

@@ -25,14 +25,27 @@ import sys
 import time
 from pathlib import Path
 
-from bench import kv_bench
-from bench.kv_bench import daoskit
-from bench.machine_load import LoadWatch, describe
+if "--real" in sys.argv[1:] and __name__ == "__main__":
+    from bench.testbed import use_real_pool
+
+    use_real_pool()
+
+from bench import kv_bench  # noqa: E402
+from bench.kv_bench import daoskit  # noqa: E402
+from bench.machine_load import LoadWatch, describe  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.profile_run", description=__doc__.splitlines()[0])
+    # No abbreviations: --real is looked for in sys.argv before the import (above).
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.profile_run", description=__doc__.splitlines()[0], allow_abbrev=False
+    )
     ap.add_argument("--contender", default="daos-fold")
+    ap.add_argument(
+        "--real",
+        action="store_true",
+        help="a real-* contender on the real pool in DAOS_POOL (through NIXL_DAOS_LIBDAOS), as kv_bench --real",
+    )
     ap.add_argument("--workload", default="small", choices=["ref", "small", "lmcache"])
     ap.add_argument("--op", default="read", choices=["read", "write"])
     ap.add_argument("--scale", type=float, default=1.0)
@@ -53,6 +66,8 @@ def main() -> int:
     ap.add_argument("--perf-data", type=Path, default=Path("/tmp/kv_profile.perf"))
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
+    if a.real and a.sim_copy == "off":
+        ap.error("--sim-copy off is daos-sim's control: there is no copy to turn off on a real pool")
 
     net_args = [
         x for k, v in (("--net-gbps", a.net_gbps), ("--net-rpc-cost-us", a.net_rpc_cost_us)) if v for x in (k, v)
@@ -71,12 +86,14 @@ def main() -> int:
             a.handles,
         ]
         + net_args
+        + (["--real"] if a.real else [])
     )
     w = kv_bench.make_workloads(a.scale, [a.workload])[0]
     load = LoadWatch()
     daoskit.prepare_environment(with_posix=True)
-    sim = daoskit.Sim()
-    kv_bench.calm(sim)
+    sim = None if a.real else daoskit.Sim()
+    if sim:
+        kv_bench.calm(sim)
     shm = args.shm / f"nixl-daos-profile-{os.getpid()}"
     bufs = kv_bench.Buffers(w.nbytes, args.cores)
     net = kv_bench.choose_net(args) if a.contender.endswith("-net") else None
@@ -92,7 +109,8 @@ def main() -> int:
         harness.drive(c.agent, "WRITE", reqs["write"])
         handles = harness.make_handles(c.agent, a.op.upper(), reqs[a.op])
         c.net_on()
-        sim.control(f"copy {a.sim_copy}")
+        if sim:
+            sim.control(f"copy {a.sim_copy}")
         perf = subprocess.Popen(
             [
                 "perf",
@@ -115,7 +133,8 @@ def main() -> int:
             harness.drive(c.agent, a.op.upper(), reqs[a.op], handles)
         dt, cpu = time.perf_counter() - t0, kv_bench.cpu_now() - c0
         c.net_off()
-        sim.control("copy on")
+        if sim:
+            sim.control("copy on")
         perf.send_signal(signal.SIGINT)
         perf.wait()
         if a.op == "read" and a.sim_copy == "on" and bufs.first_mismatch(w.nbytes) is not None:

@@ -19,7 +19,7 @@
 //! over the event queues, each drained by its own thread in daos_eq_poll (src/lanes.rs).
 //!
 //!     nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,...] [--queues N]
-//!                       [--window 64] [--target BYTES] [--chunk BYTES] [--shapes fold,sized,spreadN,dkeysN]
+//!                       [--window 64] [--target BYTES] [--chunk BYTES] [--shapes fold,sized,hashed,spreadN,dkeysN]
 //!                       [--depths all,1] [--fresh-containers]
 //!
 //! Environment: DAOS_POOL (pool label), NIXL_DAOS_LIBDAOS (libdaos.so or daos-sim's
@@ -256,8 +256,10 @@ enum Shape {
     Fold,
     /// fold=auto, rpc_target_bytes = target (planner Sized, the default), in the chunks of
     /// `--chunk` (planner::chunk: a key's bytes past each multiple on a dkey of their own, as a
-    /// container the plugin lays out today; `--chunk 0`: one dkey per key, as before chunks).
-    Sized(u64),
+    /// container the plugin lays out today; `--chunk 0`: one dkey per key, as before chunks),
+    /// the chunks named round the object's groups (`ChunkNames::Spread`, the default
+    /// `spread_chunks=true`); `hashed`: named plainly, placed where their hash falls.
+    Sized(u64, bool),
     /// The key's bytes cut into N about equal RPCs on its one dkey (planner::spread's shape,
     /// spread_rpcs = N): does overlapping RPCs of one key pay when it is alone?
     Spread(u32),
@@ -272,7 +274,8 @@ impl Shape {
         let n = |rest: &str| rest.parse::<u32>().ok().filter(|&n| (2..=256).contains(&n));
         match s {
             "fold" => return Ok(Shape::Fold),
-            "sized" => return Ok(Shape::Sized(target)),
+            "sized" => return Ok(Shape::Sized(target, true)),
+            "hashed" => return Ok(Shape::Sized(target, false)),
             _ => {}
         }
         if let Some(k) = s.strip_prefix("spread").and_then(n) {
@@ -281,12 +284,13 @@ impl Shape {
         if let Some(k) = s.strip_prefix("dkeys").and_then(n) {
             return Ok(Shape::Dkeys(k));
         }
-        Err(format!("--shapes: {s:?}: choose from fold, sized, spreadN, dkeysN (N in 2-256)"))
+        Err(format!("--shapes: {s:?}: choose from fold, sized, hashed, spreadN, dkeysN (N in 2-256)"))
     }
     fn name(&self) -> String {
         match self {
             Shape::Fold => "fold".into(),
-            Shape::Sized(_) => "sized".into(),
+            Shape::Sized(_, true) => "sized".into(),
+            Shape::Sized(_, false) => "hashed".into(),
             Shape::Spread(n) => format!("spread{n}"),
             Shape::Dkeys(n) => format!("dkeys{n}"),
         }
@@ -329,7 +333,7 @@ fn plan_key(descs: &[Extent], shape: Shape, dkey_len: u64) -> Vec<Vec<Extent>> {
     let limit = match shape {
         Shape::Spread(n) | Shape::Dkeys(n) => return cut_into(plan_key(descs, Shape::Fold, dkey_len), n),
         Shape::Fold => u64::MAX,
-        Shape::Sized(target) => {
+        Shape::Sized(target, _) => {
             let target = target.max(1);
             let total: u64 = descs.iter().map(|d| d.len).sum();
             let largest = descs.iter().map(|d| d.len).max().unwrap_or(1).max(1);
@@ -389,6 +393,8 @@ struct Cont<'a> {
     label: CString,
     coh: daos_handle_t,
     oh: daos_handle_t,
+    /// Redundancy groups of the object (`daos_obj_id2grp_nr`), which spread chunk names go round.
+    groups: u32,
 }
 
 impl<'a> Cont<'a> {
@@ -397,6 +403,7 @@ impl<'a> Cont<'a> {
         let l = CString::new(label).unwrap();
         let mut coh = daos_handle_t::default();
         let mut oh = daos_handle_t::default();
+        let groups;
         // SAFETY: valid handles, strings and out pointers; synchronous calls.
         unsafe {
             let rc = lib.api.daos_cont_create_with_label(
@@ -426,10 +433,11 @@ impl<'a> Cont<'a> {
                 0,
             );
             lib.check("daos_obj_generate_oid2", rc)?;
+            groups = ((oid.hi >> 32) & 0xFFFF) as u32;
             let rc = lib.api.daos_obj_open(coh, oid, DAOS_OO_RW, &mut oh, std::ptr::null_mut());
             lib.check("daos_obj_open", rc)?;
         }
-        Ok(Cont { conn, label: l, coh, oh })
+        Ok(Cont { conn, label: l, coh, oh, groups })
     }
 }
 
@@ -671,12 +679,16 @@ fn measure(
                 .map(|l| Extent { offset: l * lay.block, len: lay.block, addr: base + lay.local(k, l) })
                 .collect();
             let groups = match shape {
-                Shape::Sized(_) if chunk > 0 => by_chunk(&descs, chunk),
+                Shape::Sized(..) if chunk > 0 => by_chunk(&descs, chunk),
                 _ => vec![(0, descs)],
             };
             let mut rpcs = 0;
             for (index, descs) in groups {
-                let key_dkey = chunk_dkey(&dkeys[k as usize], index);
+                let names = match shape {
+                    Shape::Sized(_, true) => key::ChunkNames::Spread { groups: cont.groups },
+                    _ => key::ChunkNames::Plain,
+                };
+                let key_dkey = chunk_dkey(&dkeys[k as usize], index, names);
                 let plan = plan_key(&descs, shape, key_dkey.len() as u64);
                 rpcs += plan.len();
                 for (i, exts) in plan.into_iter().enumerate() {
@@ -716,8 +728,8 @@ fn by_chunk(descs: &[Extent], chunk: u64) -> Vec<(u64, Vec<Extent>)> {
 }
 
 /// The dkey of chunk `index` of a key, as the plugin names it.
-fn chunk_dkey(key: &[u8], index: u64) -> Vec<u8> {
-    key::ObjectKey::from_registration(key, 0).chunk(index).as_bytes().to_vec()
+fn chunk_dkey(key: &[u8], index: u64, names: key::ChunkNames) -> Vec<u8> {
+    key::ObjectKey::from_registration(key, 0).chunk(index, names).as_bytes().to_vec()
 }
 
 fn default_queues() -> usize {
@@ -794,7 +806,7 @@ fn parse_args() -> Result<Args, String> {
 
 const USAGE: &str =
     "usage: nixl-daos-ceiling [--rounds N] [--out FILE] [--layouts 10x40x1m,200x8x64k,64x64x4k,40x1x8m] \
-[--queues N] [--window 64] [--target BYTES] [--chunk BYTES] [--shapes fold,sized,spreadN,dkeysN] [--depths all,1] [--fresh-containers]\n\
+[--queues N] [--window 64] [--target BYTES] [--chunk BYTES] [--shapes fold,sized,hashed,spreadN,dkeysN] [--depths all,1] [--fresh-containers]\n\
 env: DAOS_POOL, NIXL_DAOS_LIBDAOS (libdaos.so or libdaos_sim.so), DAOS_SYSTEM (default daos_server)";
 
 fn load(path: &str) -> Result<Lib, String> {
@@ -891,11 +903,11 @@ fn real_main() -> Result<(), String> {
                 (0..lay.layers).map(|l| Extent { offset: l * lay.block, len: lay.block, addr: 0 }).collect();
             // In chunks a key larger than one chunk is several RPCs whatever its target.
             let chunks = match shape {
-                Shape::Sized(_) if a.chunk > 0 => by_chunk(&descs, a.chunk).len(),
+                Shape::Sized(..) if a.chunk > 0 => by_chunk(&descs, a.chunk).len(),
                 _ => 1,
             };
             let rpk = match shape {
-                Shape::Sized(_) if chunks > 1 => {
+                Shape::Sized(..) if chunks > 1 => {
                     by_chunk(&descs, a.chunk).iter().map(|(_, d)| plan_key(d, shape, 13).len()).sum()
                 }
                 _ => plan_key(&descs, shape, 13).len(),
@@ -910,7 +922,7 @@ fn real_main() -> Result<(), String> {
                     w: vec![],
                     r: vec![],
                     // A sized plan identical to fold's is the same RPCs: measured once, as fold.
-                    same_as_fold: matches!(shape, Shape::Sized(_)) && fold_like && shapes.contains(&Shape::Fold),
+                    same_as_fold: matches!(shape, Shape::Sized(..)) && fold_like && shapes.contains(&Shape::Fold),
                 });
             }
         }

@@ -17,7 +17,7 @@ use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
 use crate::evict::{self, Evictor, Posting, WriteIds};
-use crate::key::{ChunkNames, ObjectKey};
+use crate::key::{ChunkNames, ObjectKey, MAX_SPREAD_GROUPS};
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 use crate::registry::Registry;
@@ -165,8 +165,12 @@ fn object_id(
                     recorded.chunk,
                     match (recorded.chunk, recorded.names) {
                         (0, _) => "",
-                        (_, ChunkNames::Plain) => " named where their hash falls",
-                        (_, ChunkNames::Spread { .. }) => " spread over the object's groups",
+                        // An object of one group, or of more than MAX_SPREAD_GROUPS, keeps
+                        // plain names under a spread record (`ObjectKey::chunk`).
+                        (_, ChunkNames::Spread { groups }) if (2..=MAX_SPREAD_GROUPS).contains(&groups) => {
+                            " spread over the object's groups"
+                        }
+                        (_, _) => " named where their hash falls",
                     }
                 );
             }

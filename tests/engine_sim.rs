@@ -432,6 +432,7 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     }
     // Every sibling fetch DAOS was given (all but the missing key's) had landed whole when the
     // failure was reported; none landed that was not counted as launched by then.
+    assert!(launched >= 1, "the missing key's fetch was never sent");
     assert_eq!(whole as u64, launched - 1, "sibling fetches launched by the report: {}", launched - 1);
     assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
 }

@@ -17,7 +17,7 @@ use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
 use crate::evict::{self, Evictor, Posting, WriteIds};
-use crate::key::{ChunkNames, ObjectKey, MAX_SPREAD_GROUPS};
+use crate::key::{ChunkNames, ObjectKey};
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
 use crate::registry::Registry;
@@ -163,14 +163,10 @@ fn object_id(
                      was first used; chunk_bytes={chunk} and spread_chunks={spread} apply only to new containers",
                     cont.label,
                     recorded.chunk,
-                    match (recorded.chunk, recorded.names) {
+                    match (recorded.chunk, recorded.names.spread_groups()) {
                         (0, _) => "",
-                        // An object of one group, or of more than MAX_SPREAD_GROUPS, keeps
-                        // plain names under a spread record (`ObjectKey::chunk`).
-                        (_, ChunkNames::Spread { groups }) if (2..=MAX_SPREAD_GROUPS).contains(&groups) => {
-                            " spread over the object's groups"
-                        }
-                        (_, _) => " named where their hash falls",
+                        (_, Some(_)) => " spread over the object's groups",
+                        (_, None) => " named where their hash falls",
                     }
                 );
             }

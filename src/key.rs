@@ -34,8 +34,19 @@ pub enum ChunkNames {
     Spread { groups: u32 },
 }
 
+impl ChunkNames {
+    /// The groups chunks are named round, or None where names are plain: `Plain`, and objects of
+    /// one group or of more than `MAX_SPREAD_GROUPS` (`ObjectKey::chunk`).
+    pub fn spread_groups(self) -> Option<u32> {
+        match self {
+            ChunkNames::Spread { groups } if (2..=MAX_SPREAD_GROUPS).contains(&groups) => Some(groups),
+            _ => None,
+        }
+    }
+}
+
 /// Most groups `ChunkNames::Spread` places chunks over.
-pub const MAX_SPREAD_GROUPS: u32 = 64;
+const MAX_SPREAD_GROUPS: u32 = 64;
 /// Salts tried per group before a chunk keeps its plain name (e^-8, 1 in 3000, of chunks).
 const SALTS_PER_GROUP: u32 = 8;
 // The names of chunks already written depend on both (which salt is tried, up to which group
@@ -133,9 +144,8 @@ impl ObjectKey {
         b.extend_from_slice(&self.0);
         b.extend_from_slice(CHUNK_TAG);
         b.extend_from_slice(index.to_string().as_bytes());
-        let groups = match names {
-            ChunkNames::Spread { groups } if (2..=MAX_SPREAD_GROUPS).contains(&groups) => groups,
-            _ => return ObjectKey(b.into()),
+        let Some(groups) = names.spread_groups() else {
+            return ObjectKey(b.into());
         };
         let want = ((u64::from(group(&self.0, groups)) + index) % u64::from(groups)) as u32;
         let plain = b.len();

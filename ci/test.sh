@@ -52,7 +52,7 @@ bash tests/shim/build-standalone.sh "$shimstub" >/dev/null
 "$VPY" tests/shim/check_nixl.py "$shimstub/libplugin_DAOS.so" --fail-param stub_fail=1 >/dev/null 2>&1 ||
 	die "shim check (stub engine) failed (run: $VPY tests/shim/check_nixl.py $shimstub/libplugin_DAOS.so --fail-param stub_fail=1)"
 NIXL_DAOS_LIBDAOS="$ROOT/target/release/libdaos_sim.so" "$VPY" tests/shim/check_nixl.py target/release/libplugin_DAOS.so \
-	--param pool=sim --param container=shimcheck --param create_container=true --fail-param fold=maybe >/dev/null 2>&1 ||
+	--param pool=sim --param container=shimcheck --param create_container=true --fail-param stage_bytes=1k >/dev/null 2>&1 ||
 	die "shim check (plugin on daos-sim) failed (run it without >/dev/null: see ci/test.sh)"
 rm -rf "$shimstub"
 

@@ -1,41 +1,40 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 // SPDX-License-Identifier: Apache-2.0
-//! One posting of a transfer request: how many of its folds DAOS still holds, its first error,
-//! its deadline, and the one status `checkXfer` reports for it.
+//! One posting of a transfer request: how many of its folds are still to complete, its first
+//! error, its deadline, and the one status `checkXfer` reports for it.
 //!
-//! A request is reported finished only when none of its folds can still touch the caller's
-//! buffers, or when its deadline has passed. Past the deadline, DAOS may still complete a fold
-//! it holds (`daos_event_abort` does nothing in DAOS 2.8, and libdaos retries an RPC to a dead
-//! engine until DAOS excludes the engine). What that costs differs by direction:
+//! DAOS never touches a caller's memory (`crate::stage`): the only accesses to it are the copy
+//! of a write's bytes into its staging buffer before the RPC is sent (`begin_launch`) and the
+//! copy of a verified read out of it (`complete_read`), and both run under this attempt's lock
+//! while the request is live: not yet given a terminal status, not released, not reposted. So
+//! once `checkXfer` has reported anything but in-progress, or release has returned, nothing of
+//! the request touches the caller's buffers again, whatever DAOS still holds: a fold DAOS
+//! answers later lands in a buffer of the plugin's and is dropped. A request therefore ends at
+//! its deadline, never later, and release never waits for DAOS.
 //!
-//! - A **read** that DAOS holds writes into the caller's buffer when it completes. LMCache,
-//!   vLLM and KVBM all hand a failed read's buffer straight back to their pools, so the request
-//!   is held: it stays in progress past its deadline while DAOS holds a fold, for at most
-//!   `hold` more (by then the replicated read has usually been retried on a live copy, and it
-//!   reports what DAOS says), and only then fails with a timeout.
-//! - A **write** is reported failed at its deadline. DAOS may still land it later, from a
-//!   buffer the caller may have refilled; the lanes punch such a key once it lands (see
-//!   `crate::lanes`), and fence the key until then.
+//! A read succeeds only when every fold of each key it touched read the same write (the id in
+//! the value's record, `crate::record`): a key rewritten between two of its folds is a miss.
 //!
-//! An early failure of one fold waits for its siblings, and folds not yet handed to DAOS are
-//! dropped once the attempt has failed, been cancelled (released or reposted) or passed its
-//! deadline. Once its timeout is reported, the folds DAOS still holds give their in-flight slots
-//! back (`Budget`): a dead engine must not keep the engine's budget full.
+//! An early failure of one fold waits for its siblings (until the deadline), and folds not yet
+//! handed to DAOS are dropped once the attempt has failed, been cancelled (released or
+//! reposted) or passed its deadline. Once its timeout is reported, the folds DAOS still holds
+//! give their in-flight slots back (`Budget`): a dead engine must not keep the engine's budget
+//! full.
 //!
 //! Everything that decides an outcome (launch or drop a fold, count it back, report the
 //! terminal status) happens under one lock, so a fold can never be launched after the attempt
 //! was given up, and concurrent `checkXfer` callers all see the one status decided first.
 //! The lock is taken once per fold launch and completion, and once per `checkXfer`.
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::HashMap;
+
+use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
-
-/// How often a waiting release checks whether the host is exiting.
-const DRAIN_SLICE: Duration = Duration::from_millis(50);
+use crate::key::ObjectKey;
 
 /// The engine-wide count of in-flight slots taken by transfer RPCs (`max_inflight`): taken at
 /// launch, given back when DAOS completes the RPC, or earlier, once the RPC's request has been
@@ -70,21 +69,21 @@ impl Budget {
 struct State {
     /// Folds not yet completed: still queued in a lane, or inside DAOS.
     remaining: usize,
-    /// Folds handed to DAOS and not yet reaped: these may still touch the caller's buffers.
+    /// Folds handed to DAOS and not yet reaped.
     in_daos: usize,
-    /// Of `in_daos`, those whose in-flight slot was given back when the timeout was reported.
+    /// Of `in_daos`, those whose in-flight slot was given back when the request ended.
     slots_returned: usize,
     /// One fold failed; queued siblings are dropped.
     failed: bool,
-    /// Released or reposted: nobody reads the outcome, queued folds are dropped.
+    /// Released, reposted or ended: nobody reads the outcome, queued folds are dropped, and
+    /// nothing more is copied from or into the caller's buffers.
     cancelled: bool,
-    /// Reported timed out, or released without DAOS giving its folds back in time: the caller
-    /// may have reused the buffers of the folds DAOS still holds.
-    given_up: bool,
     /// The first error, until the terminal status is reported.
     error: Option<Error>,
     /// The terminal status, once decided; every later `status()` returns it.
     reported: Option<Status>,
+    /// The write each key's folds read so far (reads).
+    writes: HashMap<ObjectKey, u64>,
     /// A write refused for space waits for eviction's room until then, past its deadline (see
     /// `wait_for_space`).
     space_until: Option<Instant>,
@@ -93,31 +92,22 @@ struct State {
 pub struct Attempt {
     total: usize,
     deadline: Instant,
-    /// Until when a request whose folds DAOS holds stays in progress past its deadline (reads;
-    /// equal to `deadline` for writes).
-    hold_until: Instant,
     timeout_ms: u64,
     budget: Option<Arc<Budget>>,
     state: Mutex<State>,
-    /// Signalled when `in_daos` drops to zero (release waits on it).
-    drained: Condvar,
     /// The terminal status was counted in the process totals (`first_terminal`).
     counted: std::sync::atomic::AtomicBool,
 }
 
 impl Attempt {
-    /// `hold`: how long past its deadline the request waits for folds DAOS holds (zero: none).
     /// `budget`: where the folds' in-flight slots come from (None in tests of the lifecycle).
-    pub fn new(ops: usize, timeout: Duration, hold: Duration, budget: Option<Arc<Budget>>) -> Attempt {
-        let deadline = Instant::now() + timeout;
+    pub fn new(ops: usize, timeout: Duration, budget: Option<Arc<Budget>>) -> Attempt {
         Attempt {
             total: ops,
-            deadline,
-            hold_until: deadline + hold,
+            deadline: Instant::now() + timeout,
             timeout_ms: timeout.as_millis() as u64,
             budget,
             state: Mutex::new(State { remaining: ops, ..State::default() }),
-            drained: Condvar::new(),
             counted: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -132,10 +122,6 @@ impl Attempt {
         self.state.lock()
     }
 
-    pub fn deadline(&self) -> Instant {
-        self.deadline
-    }
-
     /// Past the deadline, or past the wait for space a refused write was given.
     fn past(&self, s: &State) -> bool {
         let now = Instant::now();
@@ -145,8 +131,7 @@ impl Attempt {
     /// A fold of this write was refused for space and goes back to wait for eviction's room:
     /// DAOS gives punched space back only when it aggregates (27-31 s after the punch on DAOS
     /// 2.8 here), so the request may go on until `until`, past its deadline. It is not inside
-    /// DAOS meanwhile, so an engine failure does not stretch this; the write fence keeps the
-    /// original deadline.
+    /// DAOS meanwhile, so an engine failure does not stretch this.
     pub fn wait_for_space(&self, until: Instant) {
         let mut s = self.lock();
         s.space_until = Some(s.space_until.map_or(until, |u| u.max(until)));
@@ -157,57 +142,49 @@ impl Attempt {
         self.lock().in_daos
     }
 
-    /// Whether the caller was told it may reuse the buffers while DAOS held a fold: its
-    /// request was reported timed out, or its release stopped waiting at the deadline.
-    pub fn abandoned(&self) -> bool {
-        self.lock().given_up
-    }
-
     fn may_launch(&self, s: &State) -> bool {
         !s.failed && !s.cancelled && s.reported.is_none() && !self.past(s)
     }
 
-    /// True while a repost would race with this attempt's I/O: DAOS holds one of its folds, or
-    /// a queued one may still be launched. Stays true past the deadline while DAOS holds any.
-    /// (The engine asks `retire`, which decides the same under one lock; the tests ask this.)
+    /// True while the request is live and a fold is in DAOS or may still be launched: a
+    /// repost now would be a second posting of a request the caller still waits for.
     #[cfg(test)]
     pub fn busy(&self) -> bool {
         let s = self.lock();
-        s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s))
+        s.reported.is_none() && !s.cancelled && (s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s)))
     }
 
-    /// For a repost: gives this attempt up unless it is `busy`. Once it returns true no fold of
-    /// this attempt can reach DAOS any more.
+    /// For a repost: ends this attempt unless it is still live with folds in DAOS or to be
+    /// launched. Once it returns true no fold of this attempt is launched or copied any more;
+    /// its folds DAOS still holds complete into the plugin's buffers alone.
     pub fn retire(&self) -> bool {
         let mut s = self.lock();
-        if s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s)) {
+        if s.reported.is_none() && !s.cancelled && (s.in_daos > 0 || (s.remaining > 0 && self.may_launch(&s))) {
             return false;
         }
-        s.cancelled = true;
+        self.give_up(&mut s);
         true
     }
 
     /// Called by a lane right before handing a fold to DAOS (it holds a slot of the budget).
-    /// False: drop the fold instead (and report it with `skip`); true: the fold counts as
-    /// inside DAOS until `leave_daos`.
-    pub fn begin_launch(&self) -> bool {
+    /// False: drop the fold instead (and report it with `skip`); true: `stage_in` ran (a
+    /// write's copy of the caller's bytes, under the lock, so it cannot overlap the end of the
+    /// request) and the fold counts as inside DAOS until `leave_daos`.
+    pub fn begin_launch(&self, stage_in: impl FnOnce()) -> bool {
         let mut s = self.lock();
         if !self.may_launch(&s) {
             return false;
         }
+        stage_in();
         s.in_daos += 1;
         true
     }
 
-    /// A launched fold is out of DAOS (completed, refused at launch, or fenced before it).
-    /// Returns whether its in-flight slot was given back already (the caller must not give it
-    /// back again).
+    /// A launched fold is out of DAOS (completed, or refused at launch). Returns whether its
+    /// in-flight slot was given back already (the caller must not give it back again).
     pub fn leave_daos(&self) -> bool {
         let mut s = self.lock();
         s.in_daos -= 1;
-        if s.in_daos == 0 {
-            self.drained.notify_all();
-        }
         if s.slots_returned > 0 {
             s.slots_returned -= 1;
             true
@@ -216,9 +193,46 @@ impl Attempt {
         }
     }
 
-    /// Records the outcome of one fold (after `leave_daos`, for a launched one).
+    /// Records the outcome of one fold of a write, or one that moved nothing (after
+    /// `leave_daos`, for a launched one).
     pub fn complete(&self, result: Result<(), Error>) {
-        self.complete_delivered(result, || {});
+        let mut s = self.lock();
+        if let Err(e) = result {
+            Self::fail(&mut s, e);
+        }
+        s.remaining -= 1;
+    }
+
+    fn fail(s: &mut State, e: Error) {
+        if !s.failed {
+            s.failed = true;
+            s.error = Some(e);
+        }
+    }
+
+    /// Records the outcome of one fold of a read of `key`: `result` is the write it read
+    /// (verified). Unless the request has ended or another fold of `key` read another write,
+    /// `deliver` (the copy into the caller's buffers) runs, under the lock.
+    pub fn complete_read(&self, key: ObjectKey, result: Result<u64, Error>, deliver: impl FnOnce()) {
+        let mut s = self.lock();
+        match result {
+            Ok(_) if s.cancelled || s.reported.is_some() || s.failed => {}
+            Ok(id) => match s.writes.get(&key) {
+                Some(&seen) if seen != id => {
+                    let e = Error::Unverified {
+                        key: key.display(),
+                        why: "it was rewritten while it was read (its chunks hold different writes)",
+                    };
+                    Self::fail(&mut s, e);
+                }
+                _ => {
+                    s.writes.insert(key, id);
+                    deliver();
+                }
+            },
+            Err(e) => Self::fail(&mut s, e),
+        }
+        s.remaining -= 1;
     }
 
     /// Whether a fold may still be sent (same rule as `begin_launch`, without launching).
@@ -259,11 +273,6 @@ impl Attempt {
                 None => Ok(Status::Success),
             }
         } else if self.past(&s) {
-            if s.in_daos > 0 && Instant::now() < self.hold_until {
-                // Held: DAOS may still write the caller's buffer (see the module's comment).
-                // Queued folds are dropped by now (`may_launch`), so only DAOS's answer is left.
-                return Ok(Status::InProgress);
-            }
             self.give_up(&mut s);
             Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining)))
         } else {
@@ -276,12 +285,10 @@ impl Attempt {
         outcome
     }
 
-    /// The caller is told it may reuse the buffers (a timeout reported, or a release that
-    /// stopped waiting): the folds DAOS still holds are marked given up, and stop counting
-    /// against the engine's budget.
+    /// The request ends with folds still in DAOS or queued: none is launched or copied any
+    /// more, and those DAOS holds stop counting against the engine's budget.
     fn give_up(&self, s: &mut State) {
         s.cancelled = true;
-        s.given_up |= s.in_daos > 0;
         let held = s.in_daos - s.slots_returned;
         if held > 0 {
             s.slots_returned += held;
@@ -291,50 +298,11 @@ impl Attempt {
         }
     }
 
-    /// Records a fold's outcome like `complete`, and first, for a successful staged read,
-    /// runs `deliver` (the copy into the caller's buffers) under the attempt's lock, unless the
-    /// caller may already reuse them: a timeout reported, or a release begun (a release waits
-    /// only until DAOS gives the fold back, which is before this copy). So the copy never
-    /// overlaps either.
-    pub fn complete_delivered(&self, result: Result<(), Error>, deliver: impl FnOnce()) {
+    /// For a release: ends the attempt at once. Whatever DAOS still holds completes into the
+    /// plugin's buffers, so the caller may free its own as soon as this returns.
+    pub fn cancel(&self) {
         let mut s = self.lock();
-        match result {
-            Ok(()) if !s.given_up && !s.cancelled && s.reported.is_none() => deliver(),
-            Ok(()) => {}
-            Err(e) => {
-                if !s.failed {
-                    s.failed = true;
-                    s.error = Some(e);
-                }
-            }
-        }
-        s.remaining -= 1;
-    }
-
-    /// Whether DAOS may still use the buffers after the reported outcome: a held request that
-    /// DAOS did not give back before its hold ran out.
-    pub fn exposed(&self) -> bool {
-        let s = self.lock();
-        s.reported.is_some() && s.in_daos > 0 && self.hold_until > self.deadline
-    }
-
-    /// For a release: drops the queued folds and waits until DAOS holds none of them, at most
-    /// until the hold ends. False when DAOS still holds some then (they may still touch the
-    /// caller's buffers), or at once when the host is exiting (nothing drives DAOS any more).
-    pub fn drain(&self) -> bool {
-        let mut s = self.lock();
-        s.cancelled = true;
-        while s.in_daos > 0 {
-            let left = self.hold_until.saturating_duration_since(Instant::now());
-            if left.is_zero() || crate::host::exiting() {
-                self.give_up(&mut s);
-                return false;
-            }
-            // Slices, to notice the host exiting.
-            let slice = left.min(DRAIN_SLICE);
-            self.drained.wait_for(&mut s, slice);
-        }
-        true
+        self.give_up(&mut s);
     }
 }
 
@@ -346,9 +314,13 @@ mod tests {
         Error::NoSuchKey { key: "k".into() }
     }
 
+    fn key(s: &str) -> ObjectKey {
+        ObjectKey::from_registration(s.as_bytes(), 0)
+    }
+
     #[test]
     fn success_once_all_complete() {
-        let a = Attempt::new(2, Duration::from_secs(10), Duration::ZERO, None);
+        let a = Attempt::new(2, Duration::from_secs(10), None);
         assert_eq!(a.status().unwrap(), Status::InProgress);
         a.complete(Ok(()));
         assert_eq!(a.status().unwrap(), Status::InProgress);
@@ -359,13 +331,13 @@ mod tests {
 
     #[test]
     fn an_early_failure_waits_for_its_siblings() {
-        let a = Attempt::new(3, Duration::from_secs(10), Duration::ZERO, None);
-        assert!(a.begin_launch() && a.begin_launch());
+        let a = Attempt::new(3, Duration::from_secs(10), None);
+        assert!(a.begin_launch(|| {}) && a.begin_launch(|| {}));
         a.leave_daos();
         a.complete(Err(missing()));
-        assert!(!a.begin_launch(), "queued siblings of a failed request are dropped");
+        assert!(!a.begin_launch(|| panic!("not staged")), "queued siblings of a failed request are dropped");
         a.skip();
-        assert_eq!(a.status().unwrap(), Status::InProgress, "a sibling may still write the buffer");
+        assert_eq!(a.status().unwrap(), Status::InProgress, "a sibling is still in DAOS");
         assert!(a.busy());
         a.leave_daos();
         a.complete(Ok(()));
@@ -375,13 +347,11 @@ mod tests {
     }
 
     #[test]
-    fn deadline_reports_a_timeout_but_stays_busy_while_daos_holds_a_fold() {
-        let a = Attempt::new(3, Duration::from_millis(20), Duration::ZERO, None);
+    fn the_deadline_ends_the_request_whatever_daos_holds() {
+        let a = Attempt::new(3, Duration::from_millis(20), None);
         a.complete(Ok(()));
-        assert!(a.begin_launch());
+        assert!(a.begin_launch(|| {}));
         std::thread::sleep(Duration::from_millis(30));
-        assert!(a.busy(), "DAOS still holds a fold: a repost would race with it");
-        assert!(!a.retire());
         match a.status() {
             Err(Error::Timeout { what, ms }) => {
                 assert_eq!(ms, 20);
@@ -389,42 +359,48 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(!a.begin_launch());
-        assert!(!a.drain(), "past the deadline, release cannot wait DAOS out");
-        // Late completions change nothing for the caller.
+        assert!(!a.begin_launch(|| panic!("not staged")));
+        assert!(!a.busy() && a.retire(), "ended: a repost may go, DAOS answers into its own buffers");
+        // The late answer is not delivered.
         a.leave_daos();
-        a.complete(Ok(()));
+        a.complete_read(key("k"), Ok(1), || panic!("delivered after the request ended"));
         a.skip();
         assert_eq!(a.status().unwrap(), Status::Backend);
-        assert!(!a.busy() && a.retire() && a.drain());
     }
 
     #[test]
-    fn drain_waits_for_the_folds_daos_holds_and_drops_queued_ones() {
-        let a = std::sync::Arc::new(Attempt::new(2, Duration::from_secs(10), Duration::ZERO, None));
-        assert!(a.begin_launch());
-        let b = a.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            b.leave_daos();
-            b.complete(Ok(()));
-        });
-        let t0 = Instant::now();
-        assert!(a.drain());
-        assert!(t0.elapsed() >= Duration::from_millis(40), "returned before DAOS let go");
-        assert!(!a.begin_launch(), "a released attempt launches nothing more");
-        t.join().unwrap();
+    fn cancel_stops_copies_at_once() {
+        let a = Attempt::new(2, Duration::from_secs(10), None);
+        assert!(a.begin_launch(|| {}));
+        a.cancel();
+        assert!(!a.begin_launch(|| panic!("not staged")), "a released attempt launches nothing more");
+        a.leave_daos();
+        a.complete_read(key("k"), Ok(1), || panic!("delivered after release"));
+    }
+
+    #[test]
+    fn a_read_agrees_on_one_write_per_key() {
+        let a = Attempt::new(3, Duration::from_secs(10), None);
+        let mut delivered = 0;
+        a.complete_read(key("k"), Ok(7), || delivered += 1);
+        a.complete_read(key("other"), Ok(8), || delivered += 1);
+        a.complete_read(key("k"), Ok(9), || delivered += 1);
+        assert_eq!(delivered, 2);
+        match a.status() {
+            Err(Error::Unverified { key, why }) => assert!(key == "k" && why.contains("rewritten"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn a_write_refused_for_space_may_wait_past_its_deadline_until_its_space_wait_ends() {
-        let a = Attempt::new(1, Duration::from_millis(20), Duration::ZERO, None);
-        assert!(a.begin_launch());
+        let a = Attempt::new(1, Duration::from_millis(20), None);
+        assert!(a.begin_launch(|| {}));
         a.leave_daos(); // refused for space: back in the lanes' retry list
         a.wait_for_space(Instant::now() + Duration::from_millis(150));
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(a.status().unwrap(), Status::InProgress, "past its deadline, inside its wait for space");
-        assert!(a.wants_more() && a.begin_launch(), "the refused write may be sent again");
+        assert!(a.wants_more() && a.begin_launch(|| {}), "the refused write may be sent again");
         a.leave_daos();
         std::thread::sleep(Duration::from_millis(130));
         assert!(!a.wants_more());
@@ -433,7 +409,7 @@ mod tests {
 
     #[test]
     fn skipped_after_the_deadline_is_a_timeout() {
-        let a = Attempt::new(1, Duration::from_millis(5), Duration::ZERO, None);
+        let a = Attempt::new(1, Duration::from_millis(5), None);
         std::thread::sleep(Duration::from_millis(10));
         a.skip();
         assert!(matches!(a.status(), Err(Error::Timeout { .. })));
@@ -449,7 +425,7 @@ mod race_tests {
     #[test]
     fn concurrent_checks_never_report_success_for_a_failure() {
         for _ in 0..20000 {
-            let a = Arc::new(Attempt::new(1, Duration::from_secs(10), Duration::ZERO, None));
+            let a = Arc::new(Attempt::new(1, Duration::from_secs(10), None));
             a.complete(Err(Error::NoSuchKey { key: "k".into() }));
             let gate = Arc::new(Barrier::new(4));
             let seen: Vec<_> = (0..4)

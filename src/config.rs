@@ -9,7 +9,6 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::planner::FoldPolicy;
 
 pub const DEFAULT_LIBDAOS: &str = "libdaos.so.2";
 pub const DEFAULT_SYSTEM: &str = "daos_server";
@@ -20,14 +19,12 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// writes its buffer when it completes (`crate::attempt`): so a read ends within 10 s.
 pub const DEFAULT_READ_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_MAX_INFLIGHT: usize = 1024;
-/// Payload of one RPC under `fold=auto`, chosen from measurements on a real DAOS engine
-/// (README, "Folding"; bench/fold_policy.py).
-pub const DEFAULT_RPC_TARGET_BYTES: u64 = 8 << 20;
-/// RPCs a request is spread over when the engine is idle (`spread_rpcs`), and the smallest
-/// piece (`spread_min_bytes`). Off by default: on the real engine here, at one request at a
-/// time, RPCs of one key cut smaller were not faster (README, "Folding"; bench/fold_policy.py).
-pub const DEFAULT_SPREAD_RPCS: usize = 0;
-pub const DEFAULT_SPREAD_MIN_BYTES: u64 = 1 << 20;
+/// Bytes of staging buffers an engine holds at most (`stage_bytes`, `crate::stage`): every
+/// transfer goes through them. 1 GiB keeps 256 RPCs of 4 MiB chunks in flight, past what a
+/// client's link carries.
+pub const DEFAULT_STAGE_BYTES: u64 = 1 << 30;
+/// Smallest `stage_bytes`: one 4 MiB chunk (a larger RPC still goes, alone).
+pub const MIN_STAGE_BYTES: u64 = 4 << 20;
 /// Chunk size of a container this plugin lays out first (`chunk_bytes`): a key's bytes past
 /// it go to dkeys of their own, which DAOS places on other targets. Measured on the real
 /// engine here (README, "Chunks"; bench/ceiling `dkeysN`): one request alone ran 1.13-1.32x
@@ -43,14 +40,6 @@ pub const DEFAULT_EVICT_KEEP_FREE_PCT: u64 = 10;
 /// aggregates, all at once, 27-31 s after the punch on a DAOS 2.8 engine here, and
 /// `daos_pool_query` shows it up to 2 s later (bench/RECLAIM_FINDINGS.md); 40 s covers both.
 pub const DEFAULT_EVICT_RECLAIM_MS: u64 = 40_000;
-
-/// Spreading a request over more RPCs when the engine is idle (`spread_rpcs`,
-/// `spread_min_bytes`; under `fold=auto` only): see `planner::spread`. `rpcs` 0 is off.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Spread {
-    pub rpcs: usize,
-    pub min_bytes: u64,
-}
 
 /// Eviction (`evict`, `evict_keep_free`, `evict_reclaim_ms`): see `crate::evict`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,9 +60,6 @@ pub struct Config {
     /// Object class name ("SX", "RP_3GX", ...); None lets DAOS choose from the container's
     /// redundancy factor.
     pub oclass: Option<String>,
-    /// How descriptors become RPCs (`fold` and `rpc_target_bytes`).
-    pub fold: FoldPolicy,
-    pub spread: Spread,
     /// Chunk size for a container without a recorded layout (0: one dkey per key); a
     /// container's recorded layout wins (`crate::engine`).
     pub chunk_bytes: u64,
@@ -85,19 +71,9 @@ pub struct Config {
     pub max_inflight: usize,
     pub timeout_ms: u64,
     pub read_timeout_ms: u64,
-    pub stage_reads: StageReads,
+    /// Bound of the staging buffers (`stage_bytes`).
+    pub stage_bytes: u64,
     pub evict: Eviction,
-}
-
-/// When a read goes through a buffer of the engine's and is copied into the caller's only once
-/// it succeeded (`stage_reads`): a read reported failed then leaves nothing of DAOS's behind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StageReads {
-    /// While the pool shows trouble (a request timed out or DAOS answered with a transport or
-    /// pool-map error within the last minute): no copy on a healthy pool.
-    Auto,
-    Always,
-    Never,
 }
 
 /// Where the defaults read the environment (the process's, or a test's).
@@ -144,26 +120,6 @@ pub const PARAMS: &[Param] = &[
         description: "object class name such as SX or RP_3GX; empty lets DAOS choose",
     },
     Param {
-        name: "fold",
-        default: |_| "auto".into(),
-        description: "auto: fold a key's descriptors into RPCs of about rpc_target_bytes; true: one RPC per key; false: one RPC per descriptor",
-    },
-    Param {
-        name: "rpc_target_bytes",
-        default: |_| DEFAULT_RPC_TARGET_BYTES.to_string(),
-        description: "payload of one DAOS RPC under fold=auto, in bytes",
-    },
-    Param {
-        name: "spread_rpcs",
-        default: |_| DEFAULT_SPREAD_RPCS.to_string(),
-        description: "under fold=auto, when fewer DAOS RPCs than this are in flight, a request's large keys are cut into about this many RPCs in all (0: off)",
-    },
-    Param {
-        name: "spread_min_bytes",
-        default: |_| DEFAULT_SPREAD_MIN_BYTES.to_string(),
-        description: "smallest RPC payload spreading cuts a key into, in bytes",
-    },
-    Param {
         name: "chunk_bytes",
         default: |_| DEFAULT_CHUNK_BYTES.to_string(),
         description: "a new container's chunk: a key's bytes past each multiple of it go to a dkey of their own, on another target (a power of two from 65536 to 1073741824, or 0: one dkey per key); a container keeps the chunk it was first used with",
@@ -186,17 +142,17 @@ pub const PARAMS: &[Param] = &[
     Param {
         name: "timeout_ms",
         default: |_| DEFAULT_TIMEOUT_MS.to_string(),
-        description: "deadline of a write, a size query and create_backend, in milliseconds",
+        description: "deadline of a write, a queryMem and create_backend, in milliseconds",
     },
     Param {
         name: "read_timeout_ms",
         default: |_| DEFAULT_READ_TIMEOUT_MS.to_string(),
-        description: "deadline of a read, in milliseconds (default 5000, or timeout_ms if smaller); a read DAOS still holds then is waited for as long again",
+        description: "deadline of a read, in milliseconds (default 5000, or timeout_ms if smaller): a read not served by then is a miss",
     },
     Param {
-        name: "stage_reads",
-        default: |_| "auto".into(),
-        description: "auto: reads go through a buffer of the plugin's while the pool shows trouble (one copy), so a failed read leaves nothing behind; always; never",
+        name: "stage_bytes",
+        default: |_| DEFAULT_STAGE_BYTES.to_string(),
+        description: "most bytes of staging buffers the engine holds (every transfer goes through them; more wait for room), at least 4194304",
     },
     Param {
         name: "evict",
@@ -233,17 +189,6 @@ fn parse_bool(name: &'static str, v: &str) -> Result<bool> {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),
         _ => Err(Error::Param { name, value: v.into(), expected: "true or false".into() }),
-    }
-}
-
-fn parse_fold(v: &str, target: u64) -> Result<FoldPolicy> {
-    if v.trim().eq_ignore_ascii_case("auto") {
-        return Ok(FoldPolicy::Sized { target });
-    }
-    match parse_bool("fold", v) {
-        Ok(true) => Ok(FoldPolicy::PerKey),
-        Ok(false) => Ok(FoldPolicy::Off),
-        Err(_) => Err(Error::Param { name: "fold", value: v.into(), expected: "auto, true or false".into() }),
     }
 }
 
@@ -393,11 +338,6 @@ impl Config {
                 v => parse_bool("create_container", &v)?,
             },
             oclass,
-            fold: parse_fold(&get("fold"), parse_int("rpc_target_bytes", &get("rpc_target_bytes"), 4096, 1 << 30)?)?,
-            spread: Spread {
-                rpcs: parse_int("spread_rpcs", &get("spread_rpcs"), 0, 1024)? as usize,
-                min_bytes: parse_int("spread_min_bytes", &get("spread_min_bytes"), 4096, 1 << 30)?,
-            },
             chunk_bytes: parse_chunk(&get("chunk_bytes"))?,
             spread_chunks: parse_bool("spread_chunks", &get("spread_chunks"))?,
             num_queues: parse_int("num_queues", &get("num_queues"), 1, 64)? as usize,
@@ -409,18 +349,7 @@ impl Config {
                 true => parse_int("read_timeout_ms", &get("read_timeout_ms"), 1, 3_600_000)?,
                 false => parse_int("timeout_ms", &get("timeout_ms"), 1, 3_600_000)?.min(DEFAULT_READ_TIMEOUT_MS),
             },
-            stage_reads: match get("stage_reads").trim().to_ascii_lowercase().as_str() {
-                "auto" => StageReads::Auto,
-                "always" => StageReads::Always,
-                "never" => StageReads::Never,
-                _ => {
-                    return Err(Error::Param {
-                        name: "stage_reads",
-                        value: get("stage_reads"),
-                        expected: "auto, always or never".into(),
-                    })
-                }
-            },
+            stage_bytes: parse_int("stage_bytes", &get("stage_bytes"), MIN_STAGE_BYTES, 1 << 40)?,
             evict: Eviction {
                 enabled: parse_bool("evict", &get("evict"))?,
                 keep_free: parse_int("evict_keep_free", &get("evict_keep_free"), 0, 90)? as f64 / 100.0,
@@ -447,18 +376,15 @@ mod tests {
         assert_eq!(c.system, "daos_server");
         assert_eq!(c.daos_lib, "libdaos.so.2");
         assert!(!c.create_container && c.oclass.is_none());
-        assert_eq!(c.fold, FoldPolicy::Sized { target: DEFAULT_RPC_TARGET_BYTES });
         assert_eq!(c.timeout_ms, 10_000);
         assert_eq!(c.read_timeout_ms, 5_000);
-        assert_eq!(c.stage_reads, StageReads::Auto);
-        for (v, want) in [("always", StageReads::Always), ("Never", StageReads::Never)] {
-            let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("stage_reads", v)]), &no_env).unwrap();
-            assert_eq!(c.stage_reads, want);
-        }
-        let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("stage_reads", "sometimes")]), &no_env)
+        assert_eq!(c.stage_bytes, 1 << 30);
+        let small = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("stage_bytes", "8388608")]), &no_env);
+        assert_eq!(small.unwrap().stage_bytes, 8 << 20);
+        let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("stage_bytes", "4096")]), &no_env)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("stage_reads") && e.contains("sometimes"), "{e}");
+        assert!(e.contains("stage_bytes") && e.contains("4096"), "{e}");
         assert_eq!(c.evict, Eviction { enabled: true, keep_free: 0.10, reclaim_ms: DEFAULT_EVICT_RECLAIM_MS });
         let off = Config::parse(
             &p(&[("pool", "p"), ("container", "c"), ("evict", "false"), ("evict_keep_free", "25")]),
@@ -474,7 +400,6 @@ mod tests {
             &p(&[
                 ("pool", "p"),
                 ("container", "c"),
-                ("fold", "false"),
                 ("timeout_ms", "250"),
                 ("read_timeout_ms", "75"),
                 ("oclass", "OC_RP_3GX"),
@@ -483,7 +408,6 @@ mod tests {
             &no_env,
         )
         .unwrap();
-        assert_eq!(c.fold, FoldPolicy::Off);
         assert_eq!(c.timeout_ms, 250);
         assert_eq!(c.read_timeout_ms, 75);
         let short = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("timeout_ms", "300")]), &no_env).unwrap();
@@ -492,29 +416,6 @@ mod tests {
         assert_eq!(long.read_timeout_ms, DEFAULT_READ_TIMEOUT_MS);
         assert_eq!(c.oclass.as_deref(), Some("RP_3GX"));
         assert_eq!(c.num_queues, 3);
-    }
-
-    #[test]
-    fn fold_policies() {
-        let fold = |kv: &[(&str, &str)]| {
-            let mut ps = p(&[("pool", "p"), ("container", "c")]);
-            ps.extend(p(kv));
-            Config::parse(&ps, &no_env).map(|c| c.fold)
-        };
-        assert_eq!(fold(&[("fold", "true")]).unwrap(), FoldPolicy::PerKey);
-        assert_eq!(fold(&[("fold", "off")]).unwrap(), FoldPolicy::Off);
-        assert_eq!(
-            fold(&[("fold", "AUTO"), ("rpc_target_bytes", "262144")]).unwrap(),
-            FoldPolicy::Sized { target: 262_144 }
-        );
-        assert_eq!(fold(&[("rpc_target_bytes", "65536")]).unwrap(), FoldPolicy::Sized { target: 65_536 });
-        let e = fold(&[("fold", "maybe")]).unwrap_err().to_string();
-        assert!(e.contains("auto, true or false"), "{e}");
-        // The target is checked even under a fixed policy, so a typo never hides.
-        for bad in ["0", "1k", "4095"] {
-            let e = fold(&[("fold", "true"), ("rpc_target_bytes", bad)]).unwrap_err().to_string();
-            assert!(e.contains("rpc_target_bytes") && e.contains(bad), "{e}");
-        }
     }
 
     #[test]
@@ -541,8 +442,8 @@ mod tests {
             ("timeout_ms", "abc"),
             ("timeout_ms", "0"),
             ("read_timeout_ms", "0"),
-            ("fold", "maybe"),
-            ("rpc_target_bytes", "12"),
+            ("stage_bytes", "1k"),
+            ("chunk_bytes", "3000"),
             ("num_queues", "0"),
             ("system", "a-very-long-system-name"),
         ] {
@@ -621,7 +522,7 @@ mod tests {
     #[test]
     fn readme_table_matches_params() {
         let readme = include_str!("../README.md");
-        let start = readme.find("| parameter | default | meaning |").expect("README has the parameter table");
+        let start = readme.find("| parameter | default | meaning").expect("README has the parameter table");
         let rows: Vec<(String, String)> = readme[start..]
             .lines()
             .skip(2)

@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::attempt::{Attempt, Budget};
-use crate::bounce::BouncePool;
-use crate::config::{Config, StageReads, MAX_CHUNK_BYTES, MIN_CHUNK_BYTES};
-use crate::daos::io::IoKind;
+use crate::config::{Config, MAX_CHUNK_BYTES, MIN_CHUNK_BYTES};
+use crate::daos::io::IoDesc;
 use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
@@ -20,7 +19,9 @@ use crate::evict::{self, Evictor, Posting, WriteIds};
 use crate::key::{ChunkNames, ObjectKey};
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
+use crate::record::Record;
 use crate::registry::Registry;
+use crate::stage::StagePool;
 use crate::totals;
 use crate::watch::MapWatch;
 
@@ -298,10 +299,6 @@ pub struct Request {
 
 struct RequestState {
     folds: Vec<Fold>,
-    /// The plan spread over more RPCs for an idle engine (`planner::spread`), made at the
-    /// first posting that finds the engine idle: None until then; Some(None) when the plan
-    /// has nothing to spread.
-    spread: Option<Option<Vec<Fold>>>,
     /// Distinct keys and bytes of the plan, for the process totals (`crate::totals`).
     keys: usize,
     bytes: u64,
@@ -334,12 +331,12 @@ pub struct Engine {
     /// Stopped after the lanes (their last completions still record keys) and before the
     /// handles close; it holds its own references to them, should it outlive its grace.
     evictor: Option<Evictor>,
-    /// The id every write posting stores beside its data (`GEN_AKEY`), eviction on or off.
+    /// The id every write posting stores in its records (`crate::record`), eviction on or off.
     ids: WriteIds,
     lanes: Lanes,
     budget: Arc<Budget>,
-    /// Staging buffers of staged reads (`stage_reads`), reused.
-    bounce: Arc<BouncePool>,
+    /// The staging buffers every transfer goes through (`stage_bytes`).
+    stage: Arc<StagePool>,
     /// Live OBJ registrations by devId, to refuse ambiguous ones.
     registry: Registry,
     /// Refreshes the pool map once requests time out (stopped after the lanes).
@@ -430,6 +427,7 @@ impl Engine {
         let watch = MapWatch::start(pool.clone(), lib.init()?, health)?;
         let poke = watch.poker();
         let budget = Arc::new(Budget::new(cfg.max_inflight));
+        let stage = StagePool::new(cfg.stage_bytes as usize);
         let lanes = Lanes::start(
             lib,
             obj.clone(),
@@ -442,11 +440,12 @@ impl Engine {
                 // A write refused for space may wait for eviction's room as long as DAOS takes
                 // to give punched space back (evict_reclaim_ms), whatever its deadline.
                 space_wait: Duration::from_millis(cfg.evict.reclaim_ms),
+                stage: stage.clone(),
             },
         )?;
         tracing::info!(
-            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, fold = ?cfg.fold,
-            spread = ?cfg.spread, queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, read_timeout_ms = cfg.read_timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
+            pool = %cfg.pool, container = %cfg.container, lib = %lib.path, stage_bytes = cfg.stage_bytes,
+            queues = cfg.num_queues, timeout_ms = cfg.timeout_ms, read_timeout_ms = cfg.read_timeout_ms, object = %format!("{:#x}.{:#x}", oid.hi, oid.lo),
             groups = oid.groups(), chunk_bytes = layout.chunk, evict = cfg.evict.enabled, keep_free = cfg.evict.keep_free, "DAOS backend ready"
         );
         let handles = Some(Handles { obj, _index: index, layout, _cont: cont, _pool: pool, _init: init });
@@ -456,7 +455,7 @@ impl Engine {
             ids: WriteIds::default(),
             lanes,
             budget,
-            bounce: BouncePool::new(),
+            stage,
             registry: Registry::default(),
             watch: Some(watch),
             poke,
@@ -531,96 +530,57 @@ impl Engine {
         }
         let keys = pairs.iter().map(|p| &p.key).collect::<std::collections::HashSet<_>>().len();
         let bytes = pairs.iter().map(|p| p.len).sum();
-        let folds = planner::plan(&planner::chunk(pairs, self.layout().chunk, self.layout().names), self.cfg.fold)?;
-        Ok(Box::new(Request {
-            op,
-            state: Mutex::new(RequestState { folds, spread: None, keys, bytes, current: None }),
-        }))
+        let folds = planner::plan(pairs, self.layout().chunk, self.layout().names)?;
+        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, keys, bytes, current: None }) }))
     }
 
     /// Launches a posting of `req`. The request's lock is held until every fold is handed to
     /// the lanes, so a concurrent post of the same request gets `RepostActive` and a concurrent
-    /// release waits for the submission before it waits for DAOS.
+    /// release waits for the submission.
     pub fn post(&self, req: &Request) -> Result<Status> {
         let mut st = req.lock();
         if let Some(previous) = st.current.as_ref() {
-            // Refused while DAOS holds a fold of the previous posting, even past its deadline:
-            // that fold may still write the buffers this posting is about to use.
+            // Refused while the previous posting is live (the caller still waits for it); once
+            // it ended, what DAOS still holds of it lands in the plugin's buffers alone.
             if !previous.retire() {
                 return Err(Error::RepostActive);
             }
         }
-        // A read DAOS still holds at its deadline is waited for as long again (its buffer is
-        // written when DAOS completes it, see crate::attempt), unless it is staged (decided
-        // below, with the folds); a write is not.
-        let staged = req.op == XferOp::Read && self.stages_reads();
-        let (timeout, hold) = match req.op {
-            XferOp::Read if staged => (self.cfg.read_timeout_ms, 0),
-            XferOp::Read => (self.cfg.read_timeout_ms, self.cfg.read_timeout_ms),
-            XferOp::Write => (self.cfg.timeout_ms, 0),
+        let timeout = match req.op {
+            XferOp::Read => self.cfg.read_timeout_ms,
+            XferOp::Write => self.cfg.timeout_ms,
         };
-        // An idle engine gets the plan spread over more RPCs (issue 18: a request alone runs
-        // faster as several overlapping RPCs than as a few large ones); a loaded one gets the
-        // folded plan, whose fewer RPCs then win. Idle: what is in flight or waiting, plus this
-        // plan, would not fill `spread_rpcs`.
-        let spread_rpcs = match self.cfg.fold {
-            planner::FoldPolicy::Sized { .. } => self.cfg.spread.rpcs,
-            _ => 0, // fold=true/false: the caller chose the RPCs
-        };
-        let idle = spread_rpcs > 0 && self.lanes.load() + st.folds.len() < spread_rpcs;
-        if idle && st.spread.is_none() {
-            st.spread = Some(planner::spread(&st.folds, spread_rpcs, self.cfg.spread.min_bytes));
-        }
         let st = &mut *st;
-        let folds: &[Fold] = match (&st.spread, idle) {
-            (Some(Some(spread)), true) => spread,
-            _ => &st.folds,
-        };
-        let attempt = Arc::new(Attempt::new(
-            folds.len(),
-            Duration::from_millis(timeout),
-            Duration::from_millis(hold),
-            Some(self.budget.clone()),
-        ));
+        let attempt = Arc::new(Attempt::new(st.folds.len(), Duration::from_millis(timeout), Some(self.budget.clone())));
         st.current = Some(attempt.clone());
-        if folds.is_empty() {
+        if st.folds.is_empty() {
             return Ok(Status::Success);
         }
-        let kind = match req.op {
-            XferOp::Read => IoKind::Fetch,
-            XferOp::Write => IoKind::Update,
+        // One id for the whole posting: every dkey it writes records it (eviction on or off,
+        // so that an evicting engine sharing the container sees the rewrite), a read accepts a
+        // key only when all its dkeys name the same id, and eviction punches the key only
+        // while it still holds it. The key is recorded for eviction once none of its folds of
+        // this posting can still land (`Posting`).
+        let (id, posting) = match req.op {
+            XferOp::Write => {
+                let id = self.ids.next();
+                let posting = self
+                    .evictor
+                    .as_ref()
+                    .map(|e| Arc::new(Posting::new(e.recorder.clone(), id, st.folds.iter().map(|f| &f.key))));
+                (id, posting)
+            }
+            XferOp::Read => (0, None),
         };
-        // One id for the whole posting: every fold of a key stores it beside the data (eviction
-        // on or off, so that an evicting engine sharing the container sees the rewrite), and
-        // eviction punches the key only while it still holds it. The key is recorded for
-        // eviction once none of its folds of this posting can still land (`Posting`).
-        let gen = (kind == IoKind::Update).then(|| self.ids.next());
-        let posting = match (gen, &self.evictor) {
-            (Some(id), Some(e)) => Some(Arc::new(Posting::new(e.recorder.clone(), id, folds.iter().map(|f| &f.key)))),
-            _ => None,
-        };
-        for f in folds {
-            let op = Op::new(
-                kind,
-                &f.key,
-                &f.extents,
-                gen,
-                Some(attempt.clone()),
-                posting.clone(),
-                staged.then_some(&self.bounce),
-            );
-            self.lanes.submit(op);
+        for f in &st.folds {
+            let io = match (req.op, f.extents.is_empty()) {
+                (XferOp::Write, _) => IoDesc::update(f.key.clone(), &f.extents, Record { id, len: f.value_len }),
+                (XferOp::Read, false) => IoDesc::fetch(f.key.clone(), &f.extents),
+                (XferOp::Read, true) => IoDesc::record(f.key.clone()),
+            };
+            self.lanes.submit(Op::new(io, Some(attempt.clone()), posting.clone()));
         }
         Ok(Status::InProgress)
-    }
-
-    /// Whether a read posted now goes through buffers of the engine's (`stage_reads`).
-    fn stages_reads(&self) -> bool {
-        match self.cfg.stage_reads {
-            StageReads::Always => true,
-            StageReads::Never => false,
-            StageReads::Auto => self.watch.as_ref().is_some_and(|w| w.in_trouble()),
-        }
     }
 
     /// Never blocks on DAOS: reads the attempt's counters and its deadline.
@@ -647,73 +607,35 @@ impl Engine {
                 if attempt.in_daos() > 0 {
                     (self.poke)();
                 }
-                if attempt.exposed() {
-                    tracing::error!(
-                        pool = %self.cfg.pool,
-                        "DAOS transfer failed: {e}, and DAOS did not give its read back within as long again: \
-                         DAOS may still write the request's buffers when it answers; keep them if you can \
-                         (the request cannot be reposted until then)"
-                    )
-                } else {
-                    tracing::error!(
-                        pool = %self.cfg.pool,
-                        "DAOS transfer failed: {e}; a write DAOS still holds is punched if it lands later, and its \
-                         keys are not written or read again by this engine until then"
-                    )
-                }
+                tracing::error!(
+                    pool = %self.cfg.pool,
+                    "DAOS transfer failed: {e}; the request's buffers are the caller's again (what DAOS still \
+                     holds of it lands in the plugin's own)"
+                )
             }
             e => tracing::error!(pool = %self.cfg.pool, "DAOS transfer failed: {e}"),
         })
     }
 
-    /// Release: queued folds are dropped, and folds DAOS holds are waited for, at most until the
-    /// request's deadline (DAOS cannot abort an RPC). Ok: no fold of the request can touch its
-    /// buffers any more, and the request may be freed. Err: DAOS still holds some past the
-    /// deadline; the request must not be freed yet (its plan is dropped, the rest is small),
-    /// and the caller must keep the buffers.
+    /// Release: ends the request's posting at once. Nothing of it touches the caller's buffers
+    /// afterwards (what DAOS still holds completes into the plugin's staging buffers), so the
+    /// request may be freed and its buffers reused as soon as this returns.
     pub fn release(&self, req: &Request) -> Result<()> {
-        let attempt = req.lock().current.clone();
-        let Some(a) = attempt else { return Ok(()) };
-        let t0 = Instant::now();
-        if a.drain() {
-            let waited = t0.elapsed();
-            if waited > Duration::from_millis(1) {
-                tracing::debug!("release waited {waited:?} for the request's DAOS RPCs");
-            }
-            return Ok(());
+        if let Some(a) = req.lock().current.clone() {
+            a.cancel();
         }
-        {
-            let mut st = req.lock();
-            st.folds = Vec::new();
-            st.spread = Some(None);
-        }
-        let ms = match req.op {
-            XferOp::Read => 2 * self.cfg.read_timeout_ms, // its deadline and its hold
-            XferOp::Write => self.cfg.timeout_ms,
-        };
-        Err(Error::StillInDaos { n: a.in_daos(), ms })
+        Ok(())
     }
 
-    /// Size of each key, None where it does not exist. Up to max_inflight queries run at once,
-    /// driven by the calling thread; the lanes only reap the ones it gives up on.
-    ///
-    /// In a chunked container a key's size is that of its chunk 0 and of every chunk after it
-    /// while the one before ends full. The next chunks of the keys still full are asked in
-    /// rounds of 1, 2, 4, ... chunks at once (a 40 MiB value in 4 MiB chunks: base, then 1 + 2 +
-    /// 4 + 8 chunks in 4 rounds; the chunks asked past a value's end cost a query each and are
-    /// not there). A key written from offset 0 without gaps, as KV blocks are, so reports what an
-    /// unchunked container reports; a key whose written bytes stop short of a chunk's end (or one
-    /// not written at offset 0) reports the end of that run.
+    /// Length of each key, None where it has no value (`queryMem`): one fetch of its record
+    /// (`crate::record`, on the key's first dkey) per key, which names the whole value's length
+    /// in any layout. Up to max_inflight fetches run at once, driven by the calling thread; the
+    /// lanes only reap the ones it gives up on.
     ///
     /// A key holding `\0nixl-daos.` (the chunks' dkeys, refused at registerMem) is answered None
-    /// without a query, with a warning: no caller's key can be there.
+    /// without a fetch, with a warning: no caller's key can be there.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let bound = Bound::from_now(self.cfg.timeout_ms);
-        let ask = |keys: &[ObjectKey]| {
-            query::query_sizes(self.lib, self.object(), keys, self.cfg.max_inflight, bound, |left| {
-                self.lanes.adopt_queries(left)
-            })
-        };
         let asked: Vec<usize> = (0..keys.len())
             .filter(|&i| match keys[i].check_reserved() {
                 Ok(()) => true,
@@ -723,46 +645,21 @@ impl Engine {
                 }
             })
             .collect();
-        let mut sizes = vec![None; keys.len()];
         let plain: Vec<ObjectKey> = asked.iter().map(|&i| keys[i].clone()).collect();
-        for (&i, s) in asked.iter().zip(ask(&plain)?) {
+        let got = query::query_sizes(self.lib, self.object(), &plain, self.cfg.max_inflight, bound, |left| {
+            self.lanes.adopt_queries(left)
+        })?;
+        let mut sizes = vec![None; keys.len()];
+        for (&i, s) in asked.iter().zip(got) {
             sizes[i] = s;
         }
-        let Layout { chunk, names, .. } = self.layout();
-        if chunk == 0 {
-            return Ok(sizes);
-        }
-        // Per key still growing: the next chunk to look at.
-        let mut next: Vec<(usize, u64)> =
-            asked.into_iter().filter(|&i| sizes[i] == Some(chunk)).map(|i| (i, 1)).collect();
-        let mut width = 1u64;
-        while !next.is_empty() {
-            let dkeys: Vec<ObjectKey> =
-                next.iter().flat_map(|&(i, from)| (from..from + width).map(move |c| keys[i].chunk(c, names))).collect();
-            let got = ask(&dkeys)?;
-            let mut still = Vec::new();
-            for (n, &(i, from)) in next.iter().enumerate() {
-                let answers = &got[n * width as usize..(n + 1) * width as usize];
-                let mut full = true;
-                for (c, s) in (from..).zip(answers) {
-                    let Some(end) = s else {
-                        full = false;
-                        break;
-                    };
-                    sizes[i] = Some((*end).max(c * chunk));
-                    if *end != (c + 1).saturating_mul(chunk) {
-                        full = false;
-                        break;
-                    }
-                }
-                if full {
-                    still.push((i, from + width));
-                }
-            }
-            next = still;
-            width = (width * 2).min(64);
-        }
         Ok(sizes)
+    }
+
+    /// Bytes of staging buffers in use now (transfers in flight, and answers DAOS still owes to
+    /// requests that ended): at most `stage_bytes`, or one transfer's when it is larger.
+    pub fn staging_in_use(&self) -> usize {
+        self.stage.in_use()
     }
 
     /// Operations launched into DAOS and not yet completed (abandoned size queries included).

@@ -75,20 +75,10 @@ pub enum Error {
          connections and threads do not survive fork): create the backend in the child"
     )]
     Forked { pid: u32 },
-    /// A write may not overtake an earlier one DAOS still holds past its deadline: that one
-    /// could land afterwards and silently replace this one's bytes. Nor may a read go while
-    /// such a write may still land (it is punched once it does).
-    #[error(
-        "key {key:?} has an earlier write still inside DAOS past its deadline; it may land at any \
-         time (and is then removed), so this request was not sent (retry once the server answers again)"
-    )]
-    Fenced { key: String },
-    /// Release could not wait DAOS out: the request's buffers are still DAOS's.
-    #[error(
-        "{n} DAOS RPC(s) of this request still use its buffers past its deadline ({ms} ms); \
-         the request is not released: keep its buffers allocated and release it again later"
-    )]
-    StillInDaos { n: usize, ms: u64 },
+    /// A value that did not verify: no record of this version's, bytes that are not the
+    /// recorded write's, or keys whose chunks hold different writes. A miss, like `NoSuchKey`.
+    #[error("key {key:?} is not read: {why}; treat it as absent (write it again)")]
+    Unverified { key: String, why: &'static str },
 }
 
 /// What a DAOS error code means for the user of the backend, where there is more to say than
@@ -126,8 +116,7 @@ impl Error {
             | Error::Timeout { .. }
             | Error::Context { .. }
             | Error::Forked { .. }
-            | Error::Fenced { .. }
-            | Error::StillInDaos { .. }
+            | Error::Unverified { .. }
             | Error::ShuttingDown => Status::Backend,
         }
     }
@@ -194,8 +183,7 @@ mod tests {
             (Error::ShuttingDown, Status::Backend),
             (Error::RepostActive, Status::RepostActive),
             (Error::Forked { pid: 1 }, Status::Backend),
-            (Error::Fenced { key: s() }, Status::Backend),
-            (Error::StillInDaos { n: 1, ms: 1 }, Status::Backend),
+            (Error::Unverified { key: s(), why: "x" }, Status::Backend),
         ];
         for (e, want) in &table {
             // Exhaustive on purpose: see above.
@@ -213,8 +201,7 @@ mod tests {
                 | Error::ShuttingDown
                 | Error::RepostActive
                 | Error::Forked { .. }
-                | Error::Fenced { .. }
-                | Error::StillInDaos { .. } => {}
+                | Error::Unverified { .. } => {}
             }
             assert_eq!(e.status(), *want, "{e:?}");
         }

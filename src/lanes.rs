@@ -6,16 +6,17 @@
 //! 0.1-100 ms; a thread per queue keeps RPCs (and, in daos-sim, their data copies) moving
 //! between those calls, in parallel across queues. Posting threads launch operations on a
 //! lane's queue directly while fewer than `max_inflight` RPCs are in flight in the whole
-//! engine; the rest wait in one queue shared by the lanes, and whichever lane frees a slot
-//! launches the oldest on its own event queue.
+//! engine and the staging pool has room for the operation's buffer; the rest wait in one queue
+//! shared by the lanes, and whichever lane frees a slot launches the oldest on its own queue.
 //!
-//! Ownership: an `Op` (its event, iods, sgls, key) is a `Box` that belongs to DAOS from launch
-//! until its event is reaped. If the lane is torn down while DAOS still holds some (a hung
-//! server), they are leaked, never freed: late completion must never touch freed memory. The
-//! same holds for size queries a `queryMem` gave up on at its deadline: they are handed to the
-//! lanes ("orphans"), which reap them when DAOS completes them.
+//! Ownership: an `Op` (its event, iods, staging buffer, key) is a `Box` that belongs to DAOS
+//! from launch until its event is reaped. If the lane is torn down while DAOS still holds some
+//! (a hung server), they are leaked, never freed: late completion must never touch freed
+//! memory. The same holds for record fetches a `queryMem` gave up on at its deadline: they are
+//! handed to the lanes ("orphans"), which reap them when DAOS completes them. DAOS never holds
+//! a pointer into a caller's memory (`crate::stage`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,20 +26,19 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::attempt::{Attempt, Budget};
-use crate::bounce::BouncePool;
-use crate::daos::io::{Extent, IoDesc, IoKind};
+use crate::daos::io::{IoDesc, IoKind};
 use crate::daos::query::Abandoned;
 use crate::daos::{daos_event_t, rc_is_nospace, EventQueue, Library, Object};
 use crate::error::Error;
 use crate::evict::{Posting, Recorder};
-use crate::key::ObjectKey;
+use crate::stage::StagePool;
 
 /// How long one `daos_eq_poll` may wait; bounds how late a lane notices shutdown, and how late
-/// a lane launches waiting ops after another lane freed an in-flight slot.
+/// a lane launches waiting ops after another lane freed an in-flight slot or staging room.
 const POLL_US: i64 = 20_000;
 /// Events reaped per poll.
 const REAP_BATCH: usize = 64;
-/// Orphaned size queries tested per pass of the reaping lane.
+/// Orphaned record fetches tested per pass of the reaping lane.
 const ORPHAN_BATCH: usize = 4096;
 /// Still-running orphans in a row that end a reaping pass.
 const ORPHAN_MISSES: usize = 8;
@@ -46,18 +46,15 @@ const ORPHAN_MISSES: usize = 8;
 const PARK_REAPING: Duration = Duration::from_millis(10);
 /// Longest a parked lane sleeps (it then reaps orphans and re-checks its work).
 const PARK: Duration = Duration::from_millis(100);
+/// How long a lane with ops waiting for staging room (and none of its own in flight) sleeps
+/// before it looks again.
+const ROOM_WAIT: Duration = Duration::from_millis(2);
 /// First and longest wait before a write refused for space is sent again (eviction on).
 const NOSPACE_RETRY_FIRST: Duration = Duration::from_millis(50);
 const NOSPACE_RETRY_MAX: Duration = Duration::from_millis(1000);
 /// How long after its first refusal a write is sent again even when eviction has not (yet)
 /// said space is coming: its first pass takes a moment.
 const NOSPACE_GRACE: Duration = Duration::from_millis(2000);
-/// Sends of a late write's punch before the key is fenced for the engine's life instead.
-const PUNCH_TRIES: u8 = 3;
-/// How long a late write's landing is remembered for the fetches in flight across it (longer
-/// than any fetch's deadline and hold), and how many keys before old ones are forgotten.
-const LATE_MEMORY: Duration = Duration::from_secs(600);
-const LATE_KEYS: usize = 4096;
 
 /// One DAOS operation. `#[repr(C)]` with the event first: the event pointer DAOS hands back
 /// from `daos_eq_poll` is the address of the whole `Op`.
@@ -74,31 +71,12 @@ pub struct Op {
     /// The write posting this update belongs to, for eviction's record (None with eviction off,
     /// and for reads).
     posting: Option<Arc<Posting>>,
-    /// A punch of a write that landed late holds that write's place in the write fence, and
-    /// leaves it when DAOS has punched the key.
-    fence: Option<Instant>,
-    /// Sends of this punch that failed so far.
-    punch_failures: u8,
-    /// When a fetch was handed to DAOS (to tell whether a write of its key went late meanwhile).
-    launched_at: Option<Instant>,
+    /// The caller's bytes are in the staging buffer (a write sent again keeps them).
+    staged: bool,
 }
 
 impl Op {
-    /// `gen`: the write id an update stores beside the data, see `IoDesc::new`.
-    /// `stage`: a fetch goes through a buffer of this pool's (`IoDesc::new_staged`).
-    pub fn new(
-        kind: IoKind,
-        key: &ObjectKey,
-        extents: &[Extent],
-        gen: Option<u64>,
-        attempt: Option<Arc<Attempt>>,
-        posting: Option<Arc<Posting>>,
-        stage: Option<&Arc<BouncePool>>,
-    ) -> Box<Op> {
-        let io = match (kind, stage) {
-            (IoKind::Fetch, Some(pool)) => IoDesc::new_staged(key.clone(), extents, pool),
-            _ => IoDesc::new(kind, key.clone(), extents, gen),
-        };
+    pub fn new(io: IoDesc, attempt: Option<Arc<Attempt>>, posting: Option<Arc<Posting>>) -> Box<Op> {
         Box::new(Op {
             ev: daos_event_t::default(),
             io,
@@ -106,75 +84,63 @@ impl Op {
             backoff: NOSPACE_RETRY_FIRST,
             refused_at: None,
             posting,
-            fence: None,
-            punch_failures: 0,
-            launched_at: None,
+            staged: false,
         })
-    }
-
-    /// Punch of `key`, holding the write fence's entry `fence` until it completes.
-    fn punch(key: &ObjectKey, fence: Instant) -> Box<Op> {
-        let mut op = Op::new(IoKind::Punch, key, &[], None, None, None, None);
-        op.fence = Some(fence);
-        op
     }
 
     fn daos_error(&self, lib: &Library, rc: i32) -> Error {
         let call = match self.io.kind {
             IoKind::Update => "daos_obj_update",
-            IoKind::Fetch => "daos_obj_fetch",
-            IoKind::Size => "daos_obj_query_key",
-            IoKind::Punch => "daos_obj_punch_dkeys",
+            IoKind::Fetch | IoKind::Record => "daos_obj_fetch",
         };
         Error::Daos { call, rc, name: lib.errstr(rc) }
     }
 
-    /// What a transfer learns from a completed update or fetch.
-    fn xfer_result(&self, lib: &Library, rc: i32) -> Result<(), Error> {
-        if rc != 0 {
-            return Err(self.daos_error(lib, rc));
-        }
-        if self.io.kind == IoKind::Fetch {
-            match self.io.fetched() {
-                None => return Err(Error::NoSuchKey { key: self.io.key().display() }),
-                Some(got) if got < self.io.bytes() => {
-                    return Err(Error::ShortRead { key: self.io.key().display(), want: self.io.bytes(), got })
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Reports the DAOS result to the op's transfer (after `Attempt::leave_daos`).
+    /// Reports the DAOS result to the op's transfer (after `Attempt::leave_daos`): a write's
+    /// as it came, a read's once its bytes verified (`IoDesc::verify`), delivered into the
+    /// caller's buffers while the request still waits for them.
     fn finish(self: Box<Op>, lib: &Library, rc: i32) {
-        let result = self.xfer_result(lib, rc);
-        match (self.io.kind, &self.attempt) {
-            (IoKind::Update, Some(_)) => crate::totals::rpc(crate::engine::XferOp::Write, result.is_ok()),
-            (IoKind::Fetch, Some(_)) => crate::totals::rpc(crate::engine::XferOp::Read, result.is_ok()),
-            _ => {}
-        }
-        if let Err(e) = &result {
+        let op = match self.io.kind {
+            IoKind::Update => crate::engine::XferOp::Write,
+            IoKind::Fetch | IoKind::Record => crate::engine::XferOp::Read,
+        };
+        if rc != 0 {
+            let e = self.daos_error(lib, rc);
             tracing::debug!(key = %self.io.key().display(), "DAOS operation failed: {e}");
-        }
-        // An update is atomic: with rc 0 all of it landed, otherwise none.
-        self.settle((rc == 0).then(|| self.io.bytes()));
-        if let Some(a) = &self.attempt {
-            if self.io.staged() {
-                // SAFETY: run only for a successful fetch whose transfer was not given up,
-                // under the attempt's lock (complete_delivered), so the caller's buffers are
-                // still theirs to write.
-                a.complete_delivered(result, || unsafe { self.io.deliver() });
-            } else {
-                a.complete(result);
+            if self.attempt.is_some() {
+                crate::totals::rpc(op, false);
             }
+            return self.fail(e);
+        }
+        if self.attempt.is_some() {
+            crate::totals::rpc(op, true);
+        }
+        if self.io.kind == IoKind::Update {
+            // An update is atomic: with rc 0 all of it landed.
+            self.settle(Some(self.io.bytes()));
+            if let Some(a) = &self.attempt {
+                a.complete(Ok(()));
+            }
+            return;
+        }
+        let result = self.io.verify().map(|r| r.id);
+        if let Err(e) = &result {
+            tracing::debug!("read not served: {e}");
+        }
+        if let Some(a) = &self.attempt {
+            // SAFETY: run only for a verified fetch of a request still live, under the
+            // attempt's lock (complete_read), so the caller's buffers are still theirs to write.
+            a.complete_read(self.io.key().base(), result, || unsafe { self.io.deliver() });
         }
     }
 
     fn fail(self: Box<Op>, e: Error) {
         self.settle(None);
         if let Some(a) = &self.attempt {
-            a.complete(Err(e));
+            match self.io.kind {
+                IoKind::Update => a.complete(Err(e)),
+                IoKind::Fetch | IoKind::Record => a.complete_read(self.io.key().base(), Err(e), || {}),
+            }
         }
     }
 
@@ -193,18 +159,13 @@ impl Op {
         }
     }
 
-    /// The write fence's entry this op holds: a transfer's update (its request's deadline),
-    /// or the punch of one that landed late.
-    fn fence_deadline(&self) -> Option<Instant> {
-        match (self.io.kind, &self.attempt) {
-            (IoKind::Update, Some(a)) => Some(a.deadline()),
-            (IoKind::Punch, _) => self.fence,
-            _ => None,
-        }
+    /// Whether its request still wants it sent (reads and writes of transfers; others always).
+    fn wanted(&self) -> bool {
+        self.attempt.as_ref().is_none_or(|a| a.wants_more())
     }
 }
 
-/// Size queries a `queryMem` gave up on at its deadline, still inside DAOS. The lanes test them
+/// Record fetches a `queryMem` gave up on at its deadline, still inside DAOS. The lanes test them
 /// now and then and free each once DAOS has completed it.
 #[derive(Default)]
 struct Orphans {
@@ -248,7 +209,7 @@ impl Orphans {
                     misses += 1;
                 }
                 Err(e) => {
-                    tracing::debug!("testing an abandoned size query: {e}");
+                    tracing::debug!("testing an abandoned record fetch: {e}");
                     i += 1;
                     misses += 1;
                 }
@@ -263,12 +224,14 @@ impl Orphans {
     }
 }
 
-/// State the lanes share: the engine-wide in-flight budget, the queue of ops waiting for it,
-/// the write fence and the orphaned queries.
+/// State the lanes share: the engine-wide in-flight budget, the staging pool, the queue of ops
+/// waiting for either, and the orphaned record fetches.
 struct Shared {
     lib: &'static Library,
     /// In-flight slots of transfer RPCs, over all lanes (`max_inflight`).
     budget: Arc<Budget>,
+    /// Every op's buffer comes from here (`stage_bytes`).
+    stage: Arc<StagePool>,
     /// Told when DAOS answers in a way that says its pool map may have changed.
     trouble: Option<Arc<dyn Fn() + Send + Sync>>,
     /// How long after its first refusal for space a write may wait for eviction's room.
@@ -277,19 +240,6 @@ struct Shared {
     /// Length of `waiting`, readable without its lock: new ops go straight to DAOS only when
     /// nothing waits, so they never overtake queued ones.
     waiting_len: AtomicUsize,
-    /// Deadlines of the updates DAOS holds, per key. An update of a key whose earlier update
-    /// is past its deadline and still inside DAOS is not sent: the old one may land at any
-    /// moment and would silently replace the new bytes, which the caller saw succeed. Nor is
-    /// a fetch of it: the old update, once landed, is punched (`Lane::punch_late`), since its
-    /// caller was told it failed and may have refilled the buffer DAOS reads it from.
-    writes: Mutex<HashMap<ObjectKey, Vec<Instant>>>,
-    /// Keys in `writes`, readable without its lock: fetches look only when some are.
-    writes_len: AtomicUsize,
-    /// When a given-up write of each key last landed (or came back from DAOS at all): a fetch
-    /// of the key in flight then may have read that write's bytes, which may be a refilled
-    /// buffer's, so it fails (see `Shared::overlapped_late`). Kept for `LATE_MEMORY`.
-    late: Mutex<HashMap<ObjectKey, Instant>>,
-    late_len: AtomicUsize,
     orphans: Orphans,
     /// Eviction's view of the writes (None with eviction off): completed writes and refusals
     /// for space.
@@ -330,82 +280,33 @@ impl Shared {
         }
     }
 
-    /// Takes an in-flight slot if one is free.
-    fn reserve(&self) -> bool {
-        if self.budget.take() {
-            crate::host::in_daos_add(1);
-            true
-        } else {
-            false
+    /// Takes an in-flight slot and the op's staging buffer (a write sent again keeps its own),
+    /// if both are free.
+    fn reserve(&self, op: &mut Op) -> bool {
+        if !self.budget.take() {
+            return false;
         }
+        let need = op.io.stage_len();
+        if need > 0 && !op.staged {
+            match self.stage.try_take(need) {
+                Some(buf) => op.io.attach(buf),
+                None => {
+                    self.budget.give(1);
+                    return false;
+                }
+            }
+        }
+        crate::host::in_daos_add(1);
+        true
     }
 
     /// Gives back what `reserve` took; `slot_returned`: the budget's slot went back already
-    /// (its request was reported timed out), only the exit's count is left.
+    /// (its request ended), only the exit's count is left.
     fn unreserve(&self, slot_returned: bool) {
         if !slot_returned {
             self.budget.give(1);
         }
         crate::host::in_daos_sub(1);
-    }
-
-    /// Records an update about to be sent; Err when an abandoned earlier one blocks the key.
-    fn fence_enter(&self, key: &ObjectKey, deadline: Instant) -> Result<(), Error> {
-        let mut w = self.writes.lock();
-        let now = Instant::now();
-        let held = w.entry(key.clone()).or_default();
-        if held.iter().any(|&d| d <= now) {
-            return Err(Error::Fenced { key: key.display() });
-        }
-        held.push(deadline);
-        self.writes_len.store(w.len(), Ordering::SeqCst);
-        Ok(())
-    }
-
-    /// Err when a fetch of `key` must not be sent: an update of it is past its deadline and
-    /// still inside DAOS, or landed late and is being punched.
-    fn fence_check_read(&self, key: &ObjectKey) -> Result<(), Error> {
-        if self.writes_len.load(Ordering::SeqCst) == 0 {
-            return Ok(());
-        }
-        let now = Instant::now();
-        match self.writes.lock().get(key) {
-            Some(held) if held.iter().any(|&d| d <= now) => Err(Error::Fenced { key: key.display() }),
-            _ => Ok(()),
-        }
-    }
-
-    fn fence_leave(&self, key: &ObjectKey, deadline: Instant) {
-        let mut w = self.writes.lock();
-        if let Some(held) = w.get_mut(key) {
-            if let Some(i) = held.iter().position(|&d| d == deadline) {
-                held.swap_remove(i);
-            }
-            if held.is_empty() {
-                w.remove(key);
-            }
-        }
-        self.writes_len.store(w.len(), Ordering::SeqCst);
-    }
-
-    /// A given-up write of `key` came back from DAOS now.
-    fn note_late(&self, key: &ObjectKey) {
-        let now = Instant::now();
-        let mut l = self.late.lock();
-        if l.len() >= LATE_KEYS {
-            l.retain(|_, at| now.duration_since(*at) < LATE_MEMORY);
-        }
-        l.insert(key.clone(), now);
-        self.late_len.store(l.len(), Ordering::SeqCst);
-    }
-
-    /// Whether a fetch of `key` launched at `since` may have read bytes of a write the caller
-    /// was told had failed: one is overdue in DAOS now, or one landed since the launch.
-    fn overlapped_late(&self, key: &ObjectKey, since: Instant) -> bool {
-        if self.writes_len.load(Ordering::SeqCst) > 0 && self.fence_check_read(key).is_err() {
-            return true;
-        }
-        self.late_len.load(Ordering::SeqCst) > 0 && self.late.lock().get(key).is_some_and(|&at| at >= since)
     }
 
     fn trouble(&self) {
@@ -431,40 +332,34 @@ struct Lane {
     stop: AtomicBool,
     /// Ops still inside DAOS when the lane gave up on them at shutdown (left allocated).
     leaked: AtomicU64,
-    /// This lane also reaps the size queries a queryMem gave up on (lane 0).
+    /// This lane also reaps the record fetches a queryMem gave up on (lane 0).
     reaps_orphans: bool,
 }
 
 impl Lane {
-    /// Launches `op` now; it holds one engine-wide in-flight slot already, which this gives
-    /// back if the op does not reach DAOS.
-    fn launch(&self, op: Box<Op>) {
+    /// Launches `op` now; it holds one engine-wide in-flight slot and its staging buffer
+    /// already (`Shared::reserve`), and gives the slot back if the op does not reach DAOS.
+    fn launch(&self, mut op: Box<Op>) {
         let sh = &self.shared;
-        if let Some(a) = &op.attempt {
+        if let Some(a) = op.attempt.clone() {
             // Decided under the attempt's lock: once it was released, reposted, failed or
-            // timed out, none of its folds reaches DAOS any more.
-            if !a.begin_launch() {
+            // timed out, none of its folds reaches DAOS any more, and a write's copy of the
+            // caller's bytes runs only before that.
+            let launched = a.begin_launch(|| {
+                if op.io.kind == IoKind::Update && !op.staged {
+                    // SAFETY: under the attempt's lock with its request live (begin_launch),
+                    // so the caller's buffers are still the transfer's to read.
+                    unsafe { op.io.stage_in() };
+                    op.staged = true;
+                }
+            });
+            if !launched {
                 sh.unreserve(false);
                 op.skip();
                 return;
             }
-            let fenced = match op.io.kind {
-                IoKind::Update => sh.fence_enter(op.io.key(), a.deadline()),
-                IoKind::Fetch => sh.fence_check_read(op.io.key()),
-                _ => Ok(()),
-            };
-            if let Err(e) = fenced {
-                tracing::warn!("{e}");
-                sh.unreserve(a.leave_daos());
-                op.fail(e);
-                return;
-            }
         }
         self.inflight.fetch_add(1, Ordering::SeqCst);
-        let mut op = op;
-        if op.io.kind == IoKind::Fetch {
-            op.launched_at = Some(Instant::now());
-        }
         let raw = Box::into_raw(op);
         // SAFETY: raw is a live, pinned (boxed) Op; from here until reaped it belongs to DAOS.
         // Pointers into it are derived from `raw` itself, so the reaped event pointer carries
@@ -488,25 +383,21 @@ impl Lane {
 
     /// Undoes `launch`'s accounting for an op DAOS refused; `rc`: DAOS's return code.
     fn not_launched(&self, op: Box<Op>, rc: Result<i32, Error>) {
-        self.release_slot(&op, true);
+        self.release_slot(&op);
         match rc {
             Ok(rc) => op.finish(self.shared.lib, rc),
             Err(e) => op.fail(e),
         }
     }
 
-    /// Gives back what a launched op held: its slots and, unless `unfence` is false, its place
-    /// in the write fence.
-    fn release_slot(&self, op: &Op, unfence: bool) {
-        if let (Some(d), true) = (op.fence_deadline(), unfence) {
-            self.shared.fence_leave(op.io.key(), d);
-        }
+    /// Gives back the in-flight slot a launched op held.
+    fn release_slot(&self, op: &Op) {
         self.inflight.fetch_sub(1, Ordering::SeqCst);
         let returned = op.attempt.as_ref().is_some_and(|a| a.leave_daos());
         self.shared.unreserve(returned);
     }
 
-    fn submit(&self, op: Box<Op>) {
+    fn submit(&self, mut op: Box<Op>) {
         let sh = &self.shared;
         // Held while this thread may launch into DAOS (see host.rs).
         let drive = crate::host::drive();
@@ -514,7 +405,7 @@ impl Lane {
             op.fail(Error::ShuttingDown);
             return;
         }
-        if sh.waiting_len.load(Ordering::SeqCst) == 0 && sh.reserve() {
+        if sh.waiting_len.load(Ordering::SeqCst) == 0 && sh.reserve(&mut op) {
             self.launch(op);
             self.wake();
         } else {
@@ -534,22 +425,34 @@ impl Lane {
         }
     }
 
-    /// Launches waiting ops while the engine has room; those whose request no longer wants
-    /// them (failed, released, or past its deadline) are dropped in `launch`.
-    fn launch_waiting(&self) {
+    /// Launches waiting ops, oldest first, while the engine has slots and staging room; those
+    /// whose request no longer wants them (failed, released, or past its deadline) are dropped
+    /// without taking either. Returns whether the oldest still waits for room.
+    fn launch_waiting(&self) -> bool {
         let sh = &self.shared;
-        while sh.waiting_len.load(Ordering::SeqCst) > 0 && sh.reserve() {
-            let op = {
+        while sh.waiting_len.load(Ordering::SeqCst) > 0 {
+            let (op, reserved) = {
                 let mut w = sh.waiting.lock();
-                let op = w.pop_front();
+                let Some(front) = w.front_mut() else { break };
+                let reserved = if front.wanted() {
+                    if !sh.reserve(front) {
+                        return true;
+                    }
+                    true
+                } else {
+                    false
+                };
+                let op = w.pop_front().expect("the front is there");
                 sh.waiting_len.store(w.len(), Ordering::SeqCst);
-                op
+                (op, reserved)
             };
-            match op {
-                Some(op) => self.launch(op),
-                None => sh.unreserve(false),
+            if reserved {
+                self.launch(op);
+            } else {
+                op.skip();
             }
         }
+        false
     }
 
     fn reap(&self, ev: *mut daos_event_t) {
@@ -559,46 +462,9 @@ impl Lane {
         let rc = op.ev.ev_error;
         // SAFETY: reaped, so no longer running.
         unsafe { self.eq.fini_event(&mut op.ev) };
-        if op.io.kind == IoKind::Punch {
-            self.punched(op, rc);
-            return;
-        }
-        // A write that came back after its request was given up (timed out or released): its
-        // caller was told it failed, and may have refilled the buffer DAOS read it from
-        // (libdaos resends an RPC from the same buffer until the engine answers). Landed or
-        // not (an error may follow a resend that was applied), the key is punched, and stays
-        // fenced until then.
-        let late = op.io.kind == IoKind::Update && op.attempt.as_ref().is_some_and(|a| a.abandoned());
-        self.release_slot(&op, !late);
+        self.release_slot(&op);
         if rc != 0 && crate::daos::rc_is_trouble(rc) {
             self.shared.trouble();
-        }
-        if late {
-            let fence = op.fence_deadline().expect("an update of a transfer is fenced");
-            tracing::warn!(
-                key = %op.io.key().display(),
-                "a DAOS write came back after its request was reported failed ({}): punching the key (its bytes \
-                 may be the buffer's later contents)",
-                if rc == 0 { "landed".to_string() } else { self.shared.lib.errstr(rc) }
-            );
-            self.shared.note_late(op.io.key());
-            self.launch_punch(Op::punch(op.io.key(), fence));
-            // Counted as failed for its key, landed or not: in a chunked container the chunks of
-            // the same write that landed in time are punched as a torn write's (`Posting`), so
-            // the key does not keep them as a value its caller was told failed.
-            op.settle(None);
-            op.posting = None;
-            op.finish(self.shared.lib, rc);
-            return;
-        }
-        if let (IoKind::Fetch, 0, Some(since)) = (op.io.kind, rc, op.launched_at) {
-            if self.shared.overlapped_late(op.io.key(), since) {
-                // It may have read a given-up write's bytes: a miss, never those bytes.
-                let e = Error::Fenced { key: op.io.key().display() };
-                tracing::warn!("a fetch in flight across a write that went late: {e}");
-                op.fail(e);
-                return;
-            }
         }
         if let (Some(r), IoKind::Update) = (&self.shared.recorder, op.io.kind) {
             if rc_is_nospace(rc) {
@@ -622,58 +488,6 @@ impl Lane {
             }
         }
         op.finish(self.shared.lib, rc);
-    }
-
-    /// Launches the punch of a key whose write landed late, outside the budget (it is rare,
-    /// and must not wait behind the writes it protects). Counted as in flight on this lane.
-    fn launch_punch(&self, op: Box<Op>) {
-        crate::host::in_daos_add(1);
-        self.inflight.fetch_add(1, Ordering::SeqCst);
-        let raw = Box::into_raw(op);
-        // SAFETY: as in `launch`: the boxed Op belongs to DAOS from here until reaped; on a
-        // failure to launch it is ours again.
-        unsafe {
-            let ev = std::ptr::addr_of_mut!((*raw).ev);
-            let rc = match self.eq.init_event(ev) {
-                Err(_) => -1,
-                Ok(()) => {
-                    let rc = self.obj.launch(std::ptr::addr_of_mut!((*raw).io), ev);
-                    if rc != 0 {
-                        self.eq.fini_event(ev);
-                    }
-                    rc
-                }
-            };
-            if rc != 0 {
-                self.punched(Box::from_raw(raw), rc);
-            }
-        }
-    }
-
-    /// A late write's punch completed (or could not be launched): the key leaves the fence.
-    /// A failed one is sent again, and after `PUNCH_TRIES` failures the key stays fenced for
-    /// the engine's life (its bytes may be a refilled buffer's).
-    fn punched(&self, mut op: Box<Op>, rc: i32) {
-        self.inflight.fetch_sub(1, Ordering::SeqCst);
-        crate::host::in_daos_sub(1);
-        if rc == 0 {
-            if let Some(d) = op.fence {
-                self.shared.fence_leave(op.io.key(), d);
-            }
-            return;
-        }
-        op.punch_failures += 1;
-        if op.punch_failures < PUNCH_TRIES && !self.stop.load(Ordering::Acquire) {
-            tracing::warn!(key = %op.io.key().display(), "punching a key a late write landed in: {}; again", self.shared.lib.errstr(rc));
-            self.launch_punch(op);
-            return;
-        }
-        tracing::error!(
-            key = %op.io.key().display(),
-            "could not punch a key whose write landed after its request was reported failed ({}): its bytes may \
-             not be what any caller wrote; this engine neither reads nor writes it again",
-            self.shared.lib.errstr(rc)
-        );
     }
 
     /// Sleeps while there is nothing to do. Returns false when it did not sleep.
@@ -731,7 +545,12 @@ impl Lane {
                     Some(d) => drive = d,
                     None => continue, // the top of the loop abandons
                 }
-                self.launch_waiting();
+                if self.launch_waiting() && self.inflight.load(Ordering::SeqCst) == 0 {
+                    // Waiting for staging room that other lanes' ops hold: nothing to poll here.
+                    drop(drive);
+                    std::thread::sleep(ROOM_WAIT);
+                    continue;
+                }
             }
             match self.eq.poll(POLL_US, &mut reaped) {
                 Ok(n) => reaped[..n].iter().for_each(|&ev| self.reap(ev)),
@@ -756,6 +575,8 @@ pub struct Hooks {
     pub trouble: Option<Arc<dyn Fn() + Send + Sync>>,
     /// How long after its first refusal for space a write may wait for eviction's room.
     pub space_wait: Duration,
+    /// Where every op's staging buffer comes from.
+    pub stage: Arc<StagePool>,
 }
 
 pub struct Lanes {
@@ -775,18 +596,15 @@ impl Lanes {
         grace: Duration,
         hooks: Hooks,
     ) -> Result<Lanes, Error> {
-        let Hooks { recorder, trouble, space_wait } = hooks;
+        let Hooks { recorder, trouble, space_wait, stage } = hooks;
         let shared = Arc::new(Shared {
             lib,
             budget,
+            stage,
             trouble,
             space_wait,
             waiting: Mutex::new(VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
-            writes: Mutex::new(HashMap::new()),
-            writes_len: AtomicUsize::new(0),
-            late: Mutex::new(HashMap::new()),
-            late_len: AtomicUsize::new(0),
             orphans: Orphans::default(),
             recorder,
             retry: Mutex::new(Vec::new()),
@@ -834,20 +652,14 @@ impl Lanes {
         }
     }
 
-    /// How busy the engine is, for the spreading decision: operations inside DAOS plus those
-    /// queued behind the engine-wide budget.
-    pub fn load(&self) -> usize {
-        self.inflight() + self.shared.waiting_len.load(Ordering::SeqCst)
-    }
-
-    /// Operations inside DAOS (transfer RPCs, also those of requests that timed out, and
-    /// punches), plus abandoned size queries not yet reaped.
+    /// Operations inside DAOS (transfer RPCs, also those of requests that ended), plus
+    /// abandoned record fetches not yet reaped.
     pub fn inflight(&self) -> usize {
         self.lanes.iter().map(|l| l.inflight.load(Ordering::SeqCst)).sum::<usize>()
             + self.shared.orphans.count.load(Ordering::Acquire)
     }
 
-    /// Hands the size queries a `queryMem` gave up on to the lanes, which free them once DAOS
+    /// Hands the record fetches a `queryMem` gave up on to the lanes, which free them once DAOS
     /// has completed them.
     pub fn adopt_queries(&self, queries: Vec<Abandoned>) {
         self.shared.orphans.adopt(queries);
@@ -893,7 +705,7 @@ impl Lanes {
         if leaked > 0 {
             tracing::warn!(
                 "DAOS backend shut down with {leaked} operation(s) still inside DAOS after {:?} ({orphans} of them \
-                 abandoned size queries); their memory and their event queues are left allocated so a late \
+                 abandoned record fetches); their memory and their event queues are left allocated so a late \
                  completion cannot touch freed memory",
                 self.grace,
             );

@@ -4,8 +4,9 @@
 //!
 //! Data flows top to bottom: the C++ shim (src/shim) presents NIXL's engine vtable and calls
 //! `ffi`; the `engine` parses its `config`, plans each transfer into `planner::Fold`s (one
-//! DAOS RPC per key), and hands them to the `lanes` (event queues with progress threads) over
-//! the safe `daos` layer.
+//! DAOS RPC per dkey), and hands them to the `lanes` (event queues with progress threads) over
+//! the safe `daos` layer. Every transfer goes through the plugin's `stage` buffers, and every
+//! value carries its `record` (write id, length, block checksums), verified on every read.
 
 #![allow(non_snake_case)] // the crate name is fixed by NIXL: libplugin_DAOS.so
 
@@ -14,7 +15,6 @@
 // `Engine` directly (config, requests, errors and statuses, object keys) against daos-sim.
 // Nothing else is public; it is not a Rust library API and carries no stability promise.
 mod attempt;
-mod bounce;
 pub mod config;
 mod daos;
 pub mod engine;
@@ -31,6 +31,8 @@ mod log;
 #[cfg(any(nd_shim, test))]
 mod nixl_version;
 mod planner;
+mod record;
 mod registry;
+mod stage;
 mod totals;
 mod watch;

@@ -13,8 +13,8 @@
 //! about a second of its exclusion. It also logs the pool's state as it changes, which is what
 //! an operator wants to see in the serving process's log.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -36,16 +36,8 @@ const QUERY_BOUND_MS: u64 = 3_000;
 struct Shared {
     /// The last sign of trouble; None once the window after it has passed.
     last: Mutex<Option<Instant>>,
-    /// The same, in ms since `EPOCH` (0: none), for `in_trouble` without the lock.
-    last_ms: AtomicU64,
     wake: Condvar,
     stop: AtomicBool,
-}
-
-static EPOCH: OnceLock<Instant> = OnceLock::new();
-
-fn now_ms() -> u64 {
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 pub struct MapWatch {
@@ -80,13 +72,6 @@ impl MapWatch {
         Arc::new(move || poke(&sh))
     }
 
-    /// Whether there was a sign of trouble within `TROUBLE_WINDOW`: reads are staged then
-    /// (`crate::daos::io::IoDesc::new_staged`). One atomic load.
-    pub fn in_trouble(&self) -> bool {
-        let last = self.shared.last_ms.load(Ordering::Relaxed);
-        last != 0 && now_ms().saturating_sub(last) < TROUBLE_WINDOW.as_millis() as u64
-    }
-
     /// Stops the thread, waiting at most `grace` (it may be inside a bounded pool query).
     pub fn stop(&mut self, grace: Duration) {
         self.shared.stop.store(true, Ordering::Release);
@@ -108,7 +93,6 @@ impl Drop for MapWatch {
 }
 
 fn poke(sh: &Shared) {
-    sh.last_ms.store(now_ms(), Ordering::Relaxed);
     let mut last = sh.last.lock();
     let first = last.is_none();
     *last = Some(Instant::now());

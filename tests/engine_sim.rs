@@ -172,32 +172,48 @@ fn write_then_read_many_layers_per_key() {
 }
 
 #[test]
-fn folding_costs_one_rpc_per_key() {
+fn one_rpc_per_key_whatever_its_descriptors() {
     let _x = exclusive();
-    // fold=auto with a 64 KiB target: 40 x 4 KiB per key goes out as 64 + 64 + 32 KiB.
-    for (fold, target, want) in
-        [("true", "1048576", 2), ("false", "1048576", 2 * 40), ("auto", "65536", 2 * 3), ("auto", "1048576", 2)]
-    {
-        let e = engine("eng-fold", &[("fold", fold), ("rpc_target_bytes", target)]);
-        let regs = [reg(&e, &format!("f{fold}a")), reg(&e, &format!("f{fold}b"))];
-        let mut bufs: Vec<Vec<u8>> = (0..80).map(|i| pattern(4096, i as u8)).collect();
-        let parts: Vec<_> =
-            bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
-        control("reset_stats");
-        let w = prep_write(&e, &parts);
-        run(&e, &w, Duration::from_secs(10)).unwrap();
-        assert_eq!(stat("update"), want, "fold={fold} rpc_target_bytes={target}");
-        drop(parts);
-        let mut parts: Vec<_> = bufs
-            .iter_mut()
-            .enumerate()
-            .map(|(i, b)| (b.as_mut_slice(), (i % 40 * 4096) as u64, &*regs[i / 40]))
-            .collect();
-        let r = prep_read(&e, &mut parts);
-        run(&e, &r, Duration::from_secs(10)).unwrap();
-        assert_eq!(stat("fetch"), want, "fold={fold} rpc_target_bytes={target}");
-        assert_eq!(stat("recxs"), 2 * 2 * 40);
-    }
+    let e = engine("eng-fold", &[]);
+    let regs = [reg(&e, "fa"), reg(&e, "fb")];
+    // 40 layers of 4 KiB per key, apart in memory: staged back to back, one extent per key.
+    let mut bufs: Vec<Vec<u8>> = (0..80).map(|i| pattern(4096, i as u8)).collect();
+    let parts: Vec<_> =
+        bufs.iter().enumerate().map(|(i, b)| (b.as_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
+    control("reset_stats");
+    let w = prep_write(&e, &parts);
+    assert_eq!(w.fold_count(), 2);
+    run(&e, &w, Duration::from_secs(10)).unwrap();
+    assert_eq!(stat("update"), 2);
+    // Per key: the bytes (one extent) and the checksums of its 3 blocks (one run).
+    assert_eq!(stat("recxs"), 2 * 2);
+    drop(parts);
+    let want = bufs.clone();
+    bufs.iter_mut().for_each(|b| b.fill(0));
+    let mut parts: Vec<_> =
+        bufs.iter_mut().enumerate().map(|(i, b)| (b.as_mut_slice(), (i % 40 * 4096) as u64, &*regs[i / 40])).collect();
+    let r = prep_read(&e, &mut parts);
+    run(&e, &r, Duration::from_secs(10)).unwrap();
+    assert_eq!(stat("fetch"), 2);
+    assert_eq!(stat("recxs"), 2 * 2 * 2);
+    drop(parts);
+    assert_eq!(bufs, want);
+    // Overlapping descriptors of one write: one RPC, the later descriptor's bytes where they
+    // overlap; thousands of disjoint ranges (past DAOS's 20 KiB RPC body): one RPC too.
+    let k = reg(&e, "overlap");
+    let (a, b) = (pattern(8192, 1), pattern(8192, 2));
+    control("reset_stats");
+    run(&e, &prep_write(&e, &[(&a, 0, &k), (&b, 4096, &k)]), Duration::from_secs(10)).unwrap();
+    assert_eq!(stat("update"), 1);
+    let mut back = vec![0u8; 12288];
+    run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(10)).unwrap();
+    assert_eq!((&back[..4096], &back[4096..]), (&a[..4096], &b[..]));
+    let many = reg(&e, "many");
+    let bytes = pattern(3000 * 16, 5);
+    let parts: Vec<_> = (0..3000).map(|i| (&bytes[i * 16..i * 16 + 16], (i * 64) as u64, &*many)).collect();
+    control("reset_stats");
+    run(&e, &prep_write(&e, &parts), Duration::from_secs(10)).unwrap();
+    assert_eq!(stat("update"), 1);
 }
 
 #[test]
@@ -301,10 +317,10 @@ fn hung_server_gives_bounded_errors_and_teardown() {
         }
     }
     let waited = start.elapsed();
-    // A read DAOS holds is waited for as long again as its deadline (its buffer is written
-    // when DAOS answers), then it fails.
-    assert!(waited < Duration::from_millis(600 + 500), "deadline overshot: {waited:?}");
-    assert!(waited >= Duration::from_millis(600), "a read DAOS holds was reported before its hold ended: {waited:?}");
+    // A read DAOS holds fails at its deadline: DAOS answers into the plugin's buffer, never the
+    // caller's, so there is nothing to wait for.
+    assert!(waited < Duration::from_millis(300 + 500), "deadline overshot: {waited:?}");
+    assert!(waited >= Duration::from_millis(300), "a read was reported before its deadline: {waited:?}");
     let q = e.query_sizes(&[ObjectKey::from_registration(b"hang", 0)]);
     assert!(matches!(q, Err(Error::Timeout { .. })), "{q:?}");
 
@@ -381,19 +397,14 @@ fn settle(e: &Engine, req: &Request, limit: Duration) -> (Result<Status, Error>,
 #[test]
 fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     let _x = exclusive();
-    // 8 MiB RPCs in a container of 4 MiB chunks: a chunk is a dkey of its own, so each RPC
-    // carries one 4 MiB chunk. (With the chunks left to their default the check at 8 MiB
-    // failed in CI whenever the failure fell between the two chunks of one 8 MiB piece.)
+    // A container of 4 MiB chunks: a chunk is a dkey of its own, so each RPC carries one
+    // 4 MiB chunk.
     const RPC: usize = 4 << 20;
-    // spread_rpcs 0: a spread plan (chosen at post, not counted by fold_count) could cut a
-    // chunk into smaller RPCs.
     let e = engine(
         "eng-siblings",
         &[
             ("num_queues", "2"),
-            ("rpc_target_bytes", "8388608"),
             ("chunk_bytes", "4194304"),
-            ("spread_rpcs", "0"),
             ("evict", "false"), // no eviction thread: daos-sim's fetch count is this request's
         ],
     );
@@ -418,10 +429,9 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
     assert_eq!(stat("fetch") - fetches_before, launched, "a fold of the failed request reached DAOS after its report");
     assert!(matches!(outcome, Err(Error::NoSuchKey { .. })), "{outcome:?}");
     assert_eq!(inflight, 0, "reported while a sibling fetch could still write the caller's buffer");
-    // The sibling's 32 MiB go out as eight 4 MiB RPCs (fold=auto): each either was launched before
-    // the failure, and then completed before it was reported, or was dropped unlaunched because
-    // its request had already failed. So the check is per RPC: checking the 32 MiB as one piece
-    // (written when a key was one RPC) failed whenever the failure fell between two of them.
+    // The sibling's 32 MiB go out as eight 4 MiB RPCs: each either was launched before the
+    // failure and completed before it was reported (delivered only if it completed before the
+    // failure was known), or was dropped unlaunched because its request had already failed.
     let mut whole = 0;
     for (i, (got, want)) in big.chunks(RPC).zip(data.chunks(RPC)).enumerate() {
         assert!(
@@ -430,10 +440,9 @@ fn a_failed_fold_is_reported_only_after_its_siblings_finish() {
         );
         whole += usize::from(got == want);
     }
-    // Every sibling fetch DAOS was given (all but the missing key's) had landed whole when the
-    // failure was reported; none landed that was not counted as launched by then.
+    // No sibling delivered that was not launched by the report.
     assert!(launched >= 1, "the missing key's fetch was never sent");
-    assert_eq!(whole as u64, launched - 1, "sibling fetches launched by the report: {}", launched - 1);
+    assert!((whole as u64) < launched, "{whole} siblings delivered, {} launched by the report", launched - 1);
     assert_eq!(e.check(&req).unwrap(), Status::Backend, "the same status on every later check");
 }
 
@@ -467,7 +476,8 @@ fn a_queued_fold_of_a_timed_out_request_never_reaches_daos() {
     wait_drained(&e, "DAOS still holds operations after 5 s");
     std::thread::sleep(Duration::from_millis(50)); // room for a stale launch to land, if any
     assert!(second.iter().all(|&b| b == 0x11), "a released request's queued fetch wrote the buffer");
-    assert!(first.iter().all(|&b| b == 0xab), "the launched fetch completed after resume");
+    let want = if outcome.is_ok() { 0xab } else { 0 };
+    assert!(first.iter().all(|&b| b == want), "{outcome:?}, yet the buffer holds {:#x}", first[0]);
 }
 
 #[test]
@@ -504,23 +514,21 @@ fn engines_on_a_container_share_the_recorded_object_whatever_their_class() {
     assert_eq!(back, data);
 }
 
-/// DAOS trims tail holes in recx order, so a folded read whose past-end extent is not the last
-/// one used to come back whole with stale bytes (unfolded, each extent is checked alone).
+/// A read of a range past the value's end fails whatever the order of its descriptors (DAOS
+/// trims only a fetch's tail holes; the record's length decides here).
 #[test]
-fn unsorted_fold_past_the_end_fails() {
+fn a_read_past_the_end_fails_in_any_order() {
     let _x = exclusive();
-    for fold in ["true", "false"] {
-        let e = engine("eng-unsorted", &[("fold", fold)]);
-        let k = reg(&e, &format!("unsorted-{fold}"));
-        let data = pattern(64 * 1024, 4);
-        run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
-        for past in [64 * 1024, 60 * 1024, 200 * 1024] {
-            let (mut a, mut b) = (vec![0xEEu8; 8192], vec![0xEEu8; 8192]);
-            let r = prep_read(&e, &mut [(&mut a, past, &k), (&mut b, 0, &k)]);
-            let res = run(&e, &r, Duration::from_secs(10));
-            assert!(res.is_err(), "fold={fold}: read of [{past}, +8K) then [0, 8K) succeeded");
-            e.release(&r).unwrap();
-        }
+    let e = engine("eng-unsorted", &[]);
+    let k = reg(&e, "unsorted");
+    let data = pattern(64 * 1024, 4);
+    run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+    for past in [64 * 1024, 60 * 1024, 200 * 1024] {
+        let (mut a, mut b) = (vec![0xEEu8; 8192], vec![0xEEu8; 8192]);
+        let r = prep_read(&e, &mut [(&mut a, past, &k), (&mut b, 0, &k)]);
+        let res = run(&e, &r, Duration::from_secs(10));
+        assert!(matches!(res, Err(Error::ShortRead { .. })), "read of [{past}, +8K) then [0, 8K): {res:?}");
+        e.release(&r).unwrap();
     }
 }
 
@@ -665,7 +673,7 @@ fn eviction_never_leaves_a_key_with_only_some_of_its_rpcs() {
     for it in 0..10 {
         let _cap = Capacity::set(64 << 20, 100);
         let cont = format!("torn{it}");
-        let e1 = engine(&cont, &[("fold", "false"), ("num_queues", "1")]);
+        let e1 = engine(&cont, &[("chunk_bytes", "1048576"), ("num_queues", "1")]);
         let k = reg(&e1, "K");
         let data = pattern(2 * MIB, 77);
         let (lo, hi) = data.split_at(MIB);
@@ -676,26 +684,28 @@ fn eviction_never_leaves_a_key_with_only_some_of_its_rpcs() {
         res.unwrap_or_else(|err| panic!("iteration {it}: the write failed: {err}"));
         // Let eviction run (the refusal woke it) before reading through another engine.
         std::thread::sleep(Duration::from_millis(300));
-        let e2 = engine(&cont, &[("evict", "false"), ("fold", "true")]);
+        let e2 = engine(&cont, &[("evict", "false")]);
         let k2 = reg(&e2, "K");
         let mut out = vec![0u8; 2 * MIB];
         match run(&e2, &prep_read(&e2, &mut [(&mut out, 0, &k2)]), Duration::from_secs(10)) {
             Ok(()) => assert!(out == data, "iteration {it}: a successful read returned bytes never written"),
-            Err(err) => assert!(matches!(err, Error::NoSuchKey { .. }), "iteration {it}: {err}"),
+            Err(err) => {
+                assert!(matches!(err, Error::NoSuchKey { .. } | Error::Unverified { .. }), "iteration {it}: {err}")
+            }
         }
     }
 }
 
 /// A key written as many descriptors is recorded once with all its bytes, so eviction punches
-/// about what it meant to, whatever the fold policy (a reviewer found fold=false evicting 49
-/// of 60 keys for a goal of 3).
+/// about what it meant to (a reviewer found one RPC per descriptor evicting 49 of 60 keys for
+/// a goal of 3).
 #[test]
-fn eviction_evicts_what_it_counts_whatever_the_fold_policy() {
+fn eviction_evicts_what_it_counts() {
     let _x = exclusive();
     const KIB: usize = 1 << 10;
-    for fold in ["auto", "false"] {
+    for fold in ["4194304"] {
         let _cap = Capacity::set(64 << 20, 0);
-        let e = engine(&format!("over_{fold}"), &[("fold", fold), ("evict_reclaim_ms", "0")]);
+        let e = engine(&format!("over_{fold}"), &[("chunk_bytes", fold), ("evict_reclaim_ms", "0")]);
         let keys = 60;
         for i in 0..keys {
             let r = reg(&e, &format!("k/{i}"));
@@ -710,22 +720,17 @@ fn eviction_evicts_what_it_counts_whatever_the_fold_policy() {
         let missing = e.query_sizes(&ks).unwrap().iter().filter(|s| s.is_none()).count();
         let stats = e.eviction().unwrap();
         // 60 MiB in 64 MiB, keep 10%: about 3 MiB to evict (2.4 MiB short, plus 1%).
-        assert!((1..=8).contains(&missing), "fold={fold}: {missing} of {keys} keys evicted; {stats:?}");
-        assert_eq!(stats.evicted_keys as usize, missing, "fold={fold}: {stats:?}");
-        assert_eq!(stats.evicted_bytes, missing as u64 * 1024 * KIB as u64, "fold={fold}: {stats:?}");
+        assert!((1..=8).contains(&missing), "chunk_bytes={fold}: {missing} of {keys} keys evicted; {stats:?}");
+        assert_eq!(stats.evicted_keys as usize, missing, "chunk_bytes={fold}: {stats:?}");
+        assert_eq!(stats.evicted_bytes, missing as u64 * 1024 * KIB as u64, "chunk_bytes={fold}: {stats:?}");
     }
 }
 
-/// Hostile: keys rewritten in two RPCs each, over and over, while eviction runs on a full pool
-/// and another engine reads them whole. What must never happen is a key left torn at rest: a
-/// punch landing between a rewrite's two RPCs would leave the key with a hole that reads as
-/// success (DAOS does not report leading holes) long after every write completed. The evictor
-/// checks a key's write id and punches it in one transaction, so a rewrite landing in between
-/// makes it restart instead; once the writers stop, every hot key reads back as one whole
-/// version or is a clean miss. While they run, a read racing a rewrite can see halves of two
-/// versions, or (when the old value was evicted) the new value's second half beside a hole
-/// where its first half has not landed yet: a read racing a write, which storage without
-/// versions does not prevent, eviction or not; those are counted, not failed.
+/// Hostile: keys of two chunks (two dkeys, two RPCs) rewritten over and over, while eviction
+/// runs on a full pool and another engine reads them whole. A read racing a rewrite may be a
+/// miss, never halves of two versions nor one beside a hole: every chunk's record names its
+/// write, and a read is DONE only when both chunks name the same one and verify. At rest,
+/// every hot key reads back as one whole version or is a clean miss.
 #[test]
 fn eviction_racing_rewrites_never_tears_a_key() {
     let _x = exclusive();
@@ -733,8 +738,8 @@ fn eviction_racing_rewrites_never_tears_a_key() {
     let _cap = Capacity::set(24 << 20, 20);
     // Every RPC takes a while, so that rewrites land inside the evictor's check-then-punch.
     control("latency 300");
-    let w = engine("evict_race", &[("fold", "false"), ("evict_reclaim_ms", "50")]);
-    let r = engine("evict_race", &[("fold", "true"), ("evict", "false")]);
+    let w = engine("evict_race", &[("chunk_bytes", "1048576"), ("evict_reclaim_ms", "50")]);
+    let r = engine("evict_race", &[("evict", "false")]);
     let hot = 6;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (mut racing, mut good, mut misses, mut mixed) = (0usize, 0usize, 0usize, 0usize);
@@ -802,63 +807,254 @@ fn eviction_racing_rewrites_never_tears_a_key() {
          {misses} misses; at rest {torn} of {hot} torn; {stats:?}"
     );
     assert_eq!(torn, 0, "{torn} keys left torn at rest; {stats:?}");
+    assert_eq!((mixed, racing), (0, 0), "reads DONE with two versions or a hole; {stats:?}");
     assert!(stats.evicted_keys > 0, "eviction did not run: {stats:?}");
     assert!(good > 0, "no read succeeded: {good} good, {misses} misses");
 }
 
+/// Case 1 of a hostile caller: a read reported failed at its deadline, its buffer reused at
+/// once for another key's read; DAOS's late answer to the first must never reach it.
 #[test]
-fn a_read_daos_still_holds_at_its_deadline_is_held_and_reports_what_daos_says() {
+fn a_failed_reads_late_answer_never_reaches_a_reused_buffer() {
     let _x = exclusive();
-    let e = engine("eng-hold", &[("read_timeout_ms", "300"), ("num_queues", "1")]);
-    let k = reg(&e, "hold");
-    let data = pattern(64 << 10, 9);
-    run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+    let e = engine("eng-late-read", &[("read_timeout_ms", "300"), ("num_queues", "1")]);
+    let (ka, kb) = (reg(&e, "late-a"), reg(&e, "late-b"));
+    let (a, b) = (pattern(64 << 10, 1), pattern(64 << 10, 2));
+    run(&e, &prep_write(&e, &[(&a, 0, &ka)]), Duration::from_secs(10)).unwrap();
+    run(&e, &prep_write(&e, &[(&b, 0, &kb)]), Duration::from_secs(10)).unwrap();
     control("hang");
-    let mut back = vec![0u8; 64 << 10];
-    let req = prep_read(&e, &mut [(&mut back, 0, &k)]);
+    let mut x = vec![0u8; 64 << 10];
+    let first = prep_read(&e, &mut [(&mut x, 0, &ka)]);
     let t0 = Instant::now();
-    assert_eq!(e.post(&req).unwrap(), Status::InProgress);
-    std::thread::sleep(Duration::from_millis(450)); // past the deadline, inside the hold
-    assert_eq!(e.check(&req).unwrap(), Status::InProgress, "reported while DAOS could still write the buffer");
+    e.post(&first).unwrap();
+    let (outcome, inflight) = settle(&e, &first, Duration::from_secs(5));
+    let took = t0.elapsed();
+    assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
+    assert!(took < Duration::from_millis(300 + 200), "a read ends at its deadline, not later: {took:?}");
+    assert_eq!(inflight, 1, "DAOS still holds the first read");
+    // The caller puts X back in its pool and reads key B into it; DAOS answers both.
     control("resume");
-    let (outcome, inflight) = settle(&e, &req, Duration::from_secs(5));
-    assert_eq!(outcome.unwrap(), Status::Success, "DAOS answered within the hold: its answer counts");
-    assert!(t0.elapsed() < Duration::from_millis(600 + 300));
-    assert_eq!(inflight, 0);
-    assert_eq!(back, data);
+    run(&e, &prep_read(&e, &mut [(&mut x, 0, &kb)]), Duration::from_secs(5)).unwrap();
+    assert!(x == b, "the second read is DONE with B's bytes");
+    wait_drained(&e, "DAOS still holds operations after 5 s");
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(x == b, "the first read's late answer reached the reused buffer");
+    // Reposting the request that timed out is allowed (DAOS answered into the plugin's buffer).
+    assert_eq!(e.post(&first).unwrap(), Status::InProgress);
+    assert_eq!(settle(&e, &first, Duration::from_secs(5)).0.unwrap(), Status::Success);
+    assert!(x == a);
 }
 
+/// Case 2: a shorter overwrite replaces the whole value; the first write's tail is never read,
+/// in one dkey or across chunks.
 #[test]
-fn a_write_that_lands_after_its_timeout_is_punched_and_its_key_fenced_until_then() {
+fn a_shorter_overwrite_never_reads_the_old_tail() {
     let _x = exclusive();
+    const MIB: usize = 1 << 20;
+    for chunk in ["4194304", "0"] {
+        let e = engine(&format!("eng-shorter-{chunk}"), &[("chunk_bytes", chunk)]);
+        let k = reg(&e, "shrink");
+        let long = pattern(8 * MIB, 1);
+        let short = pattern(3 * MIB, 2);
+        run(&e, &prep_write(&e, &[(&long, 0, &k)]), Duration::from_secs(10)).unwrap();
+        run(&e, &prep_write(&e, &[(&short, 0, &k)]), Duration::from_secs(10)).unwrap();
+        let key = ObjectKey::from_registration(b"shrink", 0);
+        assert_eq!(e.query_sizes(&[key]).unwrap(), vec![Some(3 * MIB as u64)], "chunk_bytes={chunk}");
+        let mut all = vec![0u8; 8 * MIB];
+        let res = run(&e, &prep_read(&e, &mut [(&mut all, 0, &k)]), Duration::from_secs(10));
+        assert!(matches!(res, Err(Error::ShortRead { .. })), "chunk_bytes={chunk}: {res:?}");
+        // The old tail alone (in a chunk of its own when chunked): a miss too.
+        let mut tail = vec![0u8; 4 * MIB];
+        let res = run(&e, &prep_read(&e, &mut [(&mut tail, 4 * MIB as u64, &k)]), Duration::from_secs(10));
+        assert!(res.is_err(), "chunk_bytes={chunk}: the first write's tail read back: {res:?}");
+        let mut back = vec![0u8; 3 * MIB];
+        run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(10)).unwrap();
+        assert!(back == short, "chunk_bytes={chunk}");
+    }
+}
+
+/// A WRITE request sets the key's value to exactly what it writes: another request's part of
+/// the key is not part of it, and bytes no request wrote (a gap) are never read.
+#[test]
+fn a_write_request_sets_the_whole_value() {
+    let _x = exclusive();
+    const KIB: usize = 1 << 10;
+    let e = engine("eng-values", &[("chunk_bytes", "65536")]);
+    let k = reg(&e, "parts");
+    let (lo, hi) = (pattern(64 * KIB, 1), pattern(64 * KIB, 2));
+    run(&e, &prep_write(&e, &[(&lo, 0, &k)]), Duration::from_secs(10)).unwrap();
+    run(&e, &prep_write(&e, &[(&hi, 64 * KIB as u64, &k)]), Duration::from_secs(10)).unwrap();
+    assert_eq!(e.query_sizes(&[ObjectKey::from_registration(b"parts", 0)]).unwrap(), vec![Some(128 * KIB as u64)]);
+    let mut both = vec![0u8; 128 * KIB];
+    let res = run(&e, &prep_read(&e, &mut [(&mut both, 0, &k)]), Duration::from_secs(10));
+    assert!(matches!(res, Err(Error::Unverified { .. })), "two requests' parts read as one value: {res:?}");
+    let mut first = vec![0u8; 64 * KIB];
+    let res = run(&e, &prep_read(&e, &mut [(&mut first, 0, &k)]), Duration::from_secs(10));
+    assert!(res.is_err(), "the earlier request's part outlived the later request: {res:?}");
+    let mut second = vec![0u8; 64 * KIB];
+    run(&e, &prep_read(&e, &mut [(&mut second, 64 * KIB as u64, &k)]), Duration::from_secs(10)).unwrap();
+    assert!(second == hi);
+    // One request with a gap: what it wrote reads back, the gap never does.
+    let g = reg(&e, "gap");
+    let unchunked = engine("eng-values-flat", &[("chunk_bytes", "0")]);
+    let gu = reg(&unchunked, "gap");
+    for (eng, key) in [(&e, &g), (&unchunked, &gu)] {
+        run(eng, &prep_write(eng, &[(&lo, 0, key), (&hi, 128 * KIB as u64, key)]), Duration::from_secs(10)).unwrap();
+        let mut a = vec![0u8; 64 * KIB];
+        run(eng, &prep_read(eng, &mut [(&mut a, 0, key)]), Duration::from_secs(10)).unwrap();
+        assert!(a == lo);
+        let mut b = vec![0u8; 64 * KIB];
+        run(eng, &prep_read(eng, &mut [(&mut b, 128 * KIB as u64, key)]), Duration::from_secs(10)).unwrap();
+        assert!(b == hi);
+        let mut hole = vec![0u8; 64 * KIB];
+        let res = run(eng, &prep_read(eng, &mut [(&mut hole, 64 * KIB as u64, key)]), Duration::from_secs(10));
+        assert!(res.is_err(), "the gap read back: {res:?}");
+        let mut all = vec![0u8; 192 * KIB];
+        assert!(run(eng, &prep_read(eng, &mut [(&mut all, 0, key)]), Duration::from_secs(10)).is_err());
+    }
+}
+
+/// Case 4: a write past its deadline that DAOS still holds, its buffer refilled by the caller:
+/// the key then holds exactly what the caller had at post, or nothing, never the refill; seen
+/// from another engine too. Also a chunked write whose second chunk lands past the deadline.
+#[test]
+fn a_late_write_stores_what_the_caller_had_at_post_never_the_refill() {
+    let _x = exclusive();
+    const KIB: usize = 1 << 10;
     let e = engine("eng-late", &[("timeout_ms", "200"), ("read_timeout_ms", "200"), ("num_queues", "2")]);
+    let other = engine("eng-late", &[("evict", "false")]);
     let k = reg(&e, "late-write");
-    let v1 = pattern(16 << 10, 1);
+    let ko = reg(&other, "late-write");
+    let v1 = pattern(16 * KIB, 1);
     run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
     control("hang");
-    let mut v2 = pattern(16 << 10, 2);
+    let mut v2 = pattern(16 * KIB, 2);
+    let posted = v2.clone();
     let w = prep_write(&e, &[(&v2, 0, &k)]);
     e.post(&w).unwrap();
     let (outcome, _) = settle(&e, &w, Duration::from_secs(5));
     assert!(matches!(outcome, Err(Error::Timeout { .. })), "a write is reported at its deadline: {outcome:?}");
-    // The caller reuses its buffer, as LMCache and vLLM do after a failed store.
-    v2.fill(0xee);
-    // While DAOS holds the late write, this engine neither reads nor writes the key.
-    let mut back = vec![0u8; 16 << 10];
-    let r = prep_read(&e, &mut [(&mut back, 0, &k)]);
-    e.post(&r).unwrap();
-    let (outcome, _) = settle(&e, &r, Duration::from_secs(5));
-    assert!(matches!(outcome, Err(Error::Fenced { .. })), "{outcome:?}");
+    v2.fill(0xee); // the caller refills its buffer, as LMCache and vLLM do after a failed store
     control("resume");
-    wait_drained(&e, "the late write or its punch never finished");
-    // It landed (from whatever the buffer held) and was punched: a miss, never those bytes.
-    let mut back = vec![0u8; 16 << 10];
-    let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5));
+    wait_drained(&e, "the late write never finished");
+    for (eng, key) in [(&e, &k), (&other, &ko)] {
+        let mut back = vec![0u8; 16 * KIB];
+        match run(eng, &prep_read(eng, &mut [(&mut back, 0, key)]), Duration::from_secs(5)) {
+            Ok(()) => assert!(back == posted || back == v1, "the key holds bytes no caller posted: {:#x}", back[0]),
+            Err(err) => panic!("{err}"),
+        }
+        assert!(back == posted, "the late write landed: its bytes are those at post");
+    }
+    // Chunked: chunk 0 lands in time, chunk 1 past the deadline (one RPC at a time, 200 ms
+    // each); the caller refills meanwhile.
+    let c = engine("eng-late-chunks", &[("chunk_bytes", "65536"), ("timeout_ms", "300"), ("max_inflight", "1")]);
+    let kc = reg(&c, "L");
+    let old = pattern(128 * KIB, 1);
+    run(&c, &prep_write(&c, &[(&old, 0, &kc)]), Duration::from_secs(10)).unwrap();
+    control("latency 200000");
+    let mut new = pattern(128 * KIB, 2);
+    let posted = new.clone();
+    let w = prep_write(&c, &[(&new, 0, &kc)]);
+    assert_eq!(w.fold_count(), 2);
+    c.post(&w).unwrap();
+    let (outcome, _) = settle(&c, &w, Duration::from_secs(5));
+    assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
+    new.fill(0xee);
+    wait_drained(&c, "the late chunk never finished");
+    control("latency 0");
+    let mut back = vec![0u8; 128 * KIB];
+    match run(&c, &prep_read(&c, &mut [(&mut back, 0, &kc)]), Duration::from_secs(5)) {
+        Ok(()) => assert!(back == posted || back == old, "a read of the late write mixed or refilled"),
+        Err(err) => assert!(matches!(err, Error::NoSuchKey { .. } | Error::Unverified { .. }), "{err}"),
+    }
+}
+
+/// A stored byte flipped behind the plugin (a disk, a wire): the read is a clean miss, never
+/// DONE with the bad byte; the other keys are untouched.
+#[test]
+fn a_corrupted_value_is_a_miss() {
+    let _x = exclusive();
+    const KIB: usize = 1 << 10;
+    for chunk in ["65536", "0"] {
+        let e = engine(&format!("eng-corrupt-{chunk}"), &[("chunk_bytes", chunk)]);
+        let (k, fine) = (reg(&e, &format!("rot-{chunk}")), reg(&e, &format!("fine-{chunk}")));
+        let data = pattern(100 * KIB, 3);
+        run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+        run(&e, &prep_write(&e, &[(&data, 0, &fine)]), Duration::from_secs(10)).unwrap();
+        control(&format!("flip rot-{chunk} 1234"));
+        let mut back = vec![0u8; 100 * KIB];
+        let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(10));
+        assert!(matches!(res, Err(Error::Unverified { .. })), "chunk_bytes={chunk}: {res:?}");
+        // Also a read of a few bytes far from the flipped one, in the same block.
+        let mut few = vec![0u8; 16];
+        let res = run(&e, &prep_read(&e, &mut [(&mut few, 60000, &k)]), Duration::from_secs(10));
+        assert!(res.is_err(), "chunk_bytes={chunk}: {res:?}");
+        // A read of another block of the same key verifies on its own.
+        let mut later = vec![0u8; 16 * KIB];
+        run(&e, &prep_read(&e, &mut [(&mut later, 70 * KIB as u64, &k)]), Duration::from_secs(10)).unwrap();
+        assert!(later[..] == data[70 * KIB..86 * KIB]);
+        run(&e, &prep_read(&e, &mut [(&mut back, 0, &fine)]), Duration::from_secs(10)).unwrap();
+        assert!(back == data);
+    }
+}
+
+/// Values written by a version of the plugin without records (bytes alone): a clean miss.
+#[test]
+fn a_value_without_a_record_is_a_miss() {
+    let _x = exclusive();
+    let e = engine("eng-norecord", &[("evict", "false")]);
+    let k = reg(&e, "old-version");
+    let data = pattern(10000, 4);
+    run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
+    control("drop_akey rec");
+    let mut back = vec![0u8; 10000];
+    let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(10));
     assert!(matches!(res, Err(Error::NoSuchKey { .. })), "{res:?}");
-    // And the key is writable again.
-    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(5)).unwrap();
-    run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5)).unwrap();
-    assert_eq!(back, v1);
+    assert!(back.iter().all(|&b| b == 0), "a miss left bytes in the buffer");
+    assert_eq!(e.query_sizes(&[ObjectKey::from_registration(b"old-version", 0)]).unwrap(), vec![None]);
+}
+
+/// The staging buffers stay within `stage_bytes` whatever is in flight, and a transfer larger
+/// than the bound still goes (alone).
+#[test]
+fn staging_memory_is_bounded_and_requests_wait_for_room() {
+    let _x = exclusive();
+    const MIB: usize = 1 << 20;
+    let e = engine("eng-stage", &[("stage_bytes", "8388608"), ("chunk_bytes", "1048576")]);
+    let keys: Vec<_> = (0..16).map(|i| reg(&e, &format!("st/{i}"))).collect();
+    let data: Vec<Vec<u8>> = (0..16).map(|i| pattern(4 * MIB, i as u8)).collect();
+    control("latency 20000");
+    let reqs: Vec<_> = keys.iter().zip(&data).map(|(k, d)| prep_write(&e, &[(d, 0, k)])).collect();
+    for r in &reqs {
+        e.post(r).unwrap();
+    }
+    let mut peak = 0;
+    for r in &reqs {
+        loop {
+            peak = peak.max(e.staging_in_use());
+            match e.check(r).unwrap() {
+                Status::InProgress => std::thread::sleep(Duration::from_micros(500)),
+                Status::Success => break,
+                s => panic!("{s:?}"),
+            }
+        }
+    }
+    control("latency 0");
+    assert!(peak <= 8 * MIB, "staging held {peak} bytes");
+    assert!(peak >= 4 * MIB, "the test did not fill the staging pool: peak {peak}");
+    for (k, d) in keys.iter().zip(&data) {
+        let mut back = vec![0u8; 4 * MIB];
+        run(&e, &prep_read(&e, &mut [(&mut back, 0, k)]), Duration::from_secs(10)).unwrap();
+        assert!(&back == d);
+    }
+    let flat = engine("eng-stage-flat", &[("stage_bytes", "4194304"), ("chunk_bytes", "0")]);
+    let big = reg(&flat, "big");
+    let v = pattern(16 * MIB, 7);
+    run(&flat, &prep_write(&flat, &[(&v, 0, &big)]), Duration::from_secs(10)).unwrap();
+    let mut back = vec![0u8; 16 * MIB];
+    run(&flat, &prep_read(&flat, &mut [(&mut back, 0, &big)]), Duration::from_secs(10)).unwrap();
+    assert!(back == v);
+    assert_eq!(e.staging_in_use(), 0);
 }
 
 #[test]
@@ -908,9 +1104,11 @@ fn requests_released_past_their_deadline_give_their_slots_back_too() {
     for w in &stuck {
         e.post(w).unwrap();
     }
-    // Released without a check (a consumer's own timeout): release gives up at the deadline.
+    // Released without a check (a consumer's own timeout): release returns at once.
     for w in &stuck {
-        assert!(matches!(e.release(w), Err(Error::StillInDaos { .. })));
+        let t = Instant::now();
+        e.release(w).unwrap();
+        assert!(t.elapsed() < Duration::from_millis(50), "release waited for DAOS");
     }
     let third = prep_write(&e, &[(&data, 0, &keys[2])]);
     e.post(&third).unwrap();
@@ -922,81 +1120,6 @@ fn requests_released_past_their_deadline_give_their_slots_back_too() {
     control("resume");
     assert_eq!(settle(&e, &third, Duration::from_secs(5)).0.unwrap(), Status::Success);
     wait_drained(&e, "DAOS still holds operations after 5 s");
-}
-
-#[test]
-fn a_failed_punch_is_sent_again_and_never_leaves_late_bytes_readable() {
-    let _x = exclusive();
-    let e = engine("eng-punchfail", &[("timeout_ms", "200"), ("read_timeout_ms", "200"), ("num_queues", "1")]);
-    let k = reg(&e, "punch-fail");
-    let v1 = pattern(16 << 10, 1);
-    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
-    control("hang");
-    let mut v2 = pattern(16 << 10, 2);
-    let w = prep_write(&e, &[(&v2, 0, &k)]);
-    e.post(&w).unwrap();
-    assert!(matches!(settle(&e, &w, Duration::from_secs(5)).0, Err(Error::Timeout { .. })));
-    v2.fill(0xee);
-    control("fail DER_TIMEDOUT 1"); // the next RPC (the punch) fails once
-    control("resume");
-    wait_drained(&e, "DAOS still holds operations after 5 s");
-    let mut back = vec![0u8; 16 << 10];
-    let res = run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5));
-    assert!(matches!(res, Err(Error::NoSuchKey { .. })), "the punch was not sent again: {res:?}");
-}
-
-#[test]
-fn a_read_in_flight_across_a_write_that_goes_late_fails() {
-    let _x = exclusive();
-    let e = engine("eng-readrace", &[("timeout_ms", "200"), ("read_timeout_ms", "2000"), ("num_queues", "1")]);
-    let k = reg(&e, "read-race");
-    let v1 = pattern(16 << 10, 1);
-    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
-    control("hang");
-    let mut v2 = pattern(16 << 10, 2);
-    let w = prep_write(&e, &[(&v2, 0, &k)]);
-    e.post(&w).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    let mut back = vec![0u8; 16 << 10];
-    let r = prep_read(&e, &mut [(&mut back, 0, &k)]);
-    e.post(&r).unwrap(); // before the write's deadline: not fenced at launch
-    assert!(matches!(settle(&e, &w, Duration::from_secs(5)).0, Err(Error::Timeout { .. })));
-    v2.fill(0xee); // the caller refills the write's buffer
-    control("resume");
-    let (outcome, _) = settle(&e, &r, Duration::from_secs(5));
-    assert!(
-        matches!(outcome, Err(Error::Fenced { .. })),
-        "a read in flight while a write went late reported {outcome:?} (first byte {:#x})",
-        back[0]
-    );
-    wait_drained(&e, "DAOS still holds operations after 5 s");
-}
-
-#[test]
-fn a_staged_read_reported_failed_never_writes_the_callers_buffer() {
-    let _x = exclusive();
-    let e = engine("eng-staged", &[("read_timeout_ms", "200"), ("stage_reads", "always"), ("num_queues", "1")]);
-    let k = reg(&e, "staged");
-    let data = pattern(64 << 10, 4);
-    run(&e, &prep_write(&e, &[(&data, 0, &k)]), Duration::from_secs(10)).unwrap();
-    // Healthy: a staged read delivers the right bytes.
-    let mut back = vec![0u8; 64 << 10];
-    run(&e, &prep_read(&e, &mut [(&mut back, 0, &k)]), Duration::from_secs(5)).unwrap();
-    assert_eq!(back, data);
-    // Hung: reported at its deadline (no hold: nothing of DAOS's is in the caller's buffer).
-    control("hang");
-    let mut buf = vec![0u8; 64 << 10];
-    let r = prep_read(&e, &mut [(&mut buf, 0, &k)]);
-    let t0 = Instant::now();
-    e.post(&r).unwrap();
-    let (outcome, _) = settle(&e, &r, Duration::from_secs(5));
-    assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
-    assert!(t0.elapsed() < Duration::from_millis(200 + 300), "a staged read was held: {:?}", t0.elapsed());
-    buf.fill(0x5a); // the caller reuses it at once
-    control("resume");
-    wait_drained(&e, "DAOS still holds operations after 5 s");
-    std::thread::sleep(Duration::from_millis(20));
-    assert!(buf.iter().all(|&b| b == 0x5a), "DAOS's late answer reached the caller's buffer");
 }
 
 #[test]
@@ -1029,7 +1152,7 @@ fn a_degraded_pool_never_regenerates_a_recorded_object_nor_records_a_narrow_one(
 fn chunked_values_round_trip_across_chunks_and_report_their_size() {
     let _x = exclusive();
     const KIB: usize = 1 << 10;
-    let e = engine("eng-chunks", &[("chunk_bytes", "65536"), ("fold", "true")]);
+    let e = engine("eng-chunks", &[("chunk_bytes", "65536")]);
     assert_eq!(e.layout().chunk, 65536);
     let k = reg(&e, "big");
     // 300 KiB as three descriptors of 100 KiB: chunks [0,64K) .. [256K,300K), one RPC each.
@@ -1037,7 +1160,7 @@ fn chunked_values_round_trip_across_chunks_and_report_their_size() {
     let parts: Vec<_> = data.chunks(100 * KIB).enumerate().map(|(i, b)| (b, (i * 100 * KIB) as u64, &*k)).collect();
     control("reset_stats");
     let w = prep_write(&e, &parts);
-    assert_eq!(w.fold_count(), 5, "one RPC per chunk, even with fold=true");
+    assert_eq!(w.fold_count(), 5, "one RPC per chunk");
     run(&e, &w, Duration::from_secs(10)).unwrap();
     assert_eq!(stat("update"), 5);
     let mut out = vec![0u8; 300 * KIB];
@@ -1055,9 +1178,8 @@ fn chunked_values_round_trip_across_chunks_and_report_their_size() {
     let mut far = vec![0u8; 4 * KIB];
     let err = run(&e, &prep_read(&e, &mut [(&mut far, 400 * KIB as u64, &k)]), Duration::from_secs(10)).unwrap_err();
     assert!(matches!(err, Error::NoSuchKey { .. }), "{err}");
-    // Sizes: the whole value (its chunks asked in rounds of 1, 2 and 4: the last round finds
-    // chunk 4 part full and stops); a value of exactly one chunk; one within the first chunk;
-    // a value of 11 full chunks (rounds of 1, 2, 4, 8: chunks past the end are not there).
+    // Sizes, from each key's record: the whole value; a value of exactly one chunk; one within
+    // the first chunk; a value of 11 full chunks.
     let long = reg(&e, "long");
     let eleven = pattern(11 * 64 * KIB, 8);
     run(&e, &prep_write(&e, &[(&eleven, 0, &long)]), Duration::from_secs(10)).unwrap();
@@ -1161,7 +1283,7 @@ fn a_chunked_write_failed_in_part_never_reads_back_mixed() {
         match run(&r, &prep_read(&r, &mut [(&mut out, 0, &kr)]), Duration::from_secs(10)) {
             Ok(()) => assert!(out == old || out == new, "iteration {it}: a successful read mixed two writes"),
             Err(err) => {
-                assert!(matches!(err, Error::NoSuchKey { .. }), "iteration {it}: {err}");
+                assert!(matches!(err, Error::NoSuchKey { .. } | Error::Unverified { .. }), "iteration {it}: {err}");
                 missing += 1;
             }
         }
@@ -1170,41 +1292,4 @@ fn a_chunked_write_failed_in_part_never_reads_back_mixed() {
         torn > 0 && missing > 0,
         "no write was torn ({torn}) or left its key missing ({missing}): the test tested nothing"
     );
-}
-
-/// A chunked write whose chunk 0 landed in time and whose chunk 1 landed after its request was
-/// reported failed: the late chunk is punched, and so is chunk 0 (as a torn write's), so the
-/// key is missing, not a value of the failed write's first chunk (`queryMem` None, a read of
-/// that chunk alone a miss).
-#[test]
-fn a_chunked_write_late_in_part_leaves_its_key_missing() {
-    let _x = exclusive();
-    const KIB: usize = 1 << 10;
-    let params = [("chunk_bytes", "65536"), ("timeout_ms", "300"), ("max_inflight", "1"), ("num_queues", "1")];
-    let e = engine("eng-chunk-late", &params);
-    let k = reg(&e, "L");
-    let v1 = pattern(128 * KIB, 1);
-    run(&e, &prep_write(&e, &[(&v1, 0, &k)]), Duration::from_secs(10)).unwrap();
-    // One RPC at a time, 200 ms each: chunk 0 lands at 200 ms, chunk 1 at 400 ms, past 300 ms.
-    control("latency 200000");
-    let v2 = pattern(128 * KIB, 2);
-    let w = prep_write(&e, &[(&v2, 0, &k)]);
-    assert_eq!(w.fold_count(), 2);
-    let res = run(&e, &w, Duration::from_secs(10));
-    assert!(matches!(res, Err(Error::Timeout { .. })), "{res:?}");
-    wait_drained(&e, "the late chunk or its punch never finished");
-    control("latency 0");
-    let start = Instant::now();
-    loop {
-        let size = e.query_sizes(&[ObjectKey::from_registration(b"L", 0)]).unwrap();
-        if size == vec![None] {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(5), "the key still reports {size:?}: chunk 0 was not punched");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut first = vec![0u8; 64 * KIB];
-    let res = run(&e, &prep_read(&e, &mut [(&mut first, 0, &k)]), Duration::from_secs(5));
-    assert!(matches!(res, Err(Error::NoSuchKey { .. })), "{res:?}");
-    assert!(e.eviction().unwrap().torn >= 1);
 }

@@ -1,38 +1,40 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 // SPDX-License-Identifier: Apache-2.0
-//! One object I/O as DAOS sees it: the dkey, one byte-array akey (`iod_size = 1`), its recxs
-//! and the matching scatter-gather list. `IoDesc` owns (or, for the keys, shares) every array
-//! DAOS points into; the pointers are set at launch, once the descriptor sits at its final
-//! address.
+//! One object I/O of one dkey as DAOS sees it, always through a staging buffer of the plugin's
+//! (`crate::stage`): the value's bytes (akey `data`, a byte array), the checksums of its blocks
+//! and its record (`crate::record`), in one update or one fetch. `IoDesc` owns (or, for the
+//! keys, shares) every array DAOS points into; the pointers are set at launch, once the
+//! descriptor sits at its final address.
+//!
+//! The buffer holds the I/O's runs back to back: for an update the union of the caller's
+//! ranges, for a fetch that union widened to whole checksum blocks. The caller's memory is
+//! touched only by `stage_in` (before an update is sent) and `deliver` (after a fetch
+//! verified), both run by `crate::attempt` while the caller still waits for the request.
 
 use std::ptr::addr_of_mut;
 
 use super::{d_iov_t, d_sg_list_t, daos_event_t, daos_iod_t, daos_recx_t};
 use super::{iov, sys, Library, Object};
+use crate::error::Error;
 use crate::key::ObjectKey;
+use crate::record::{block_span, block_sum, Record, BLOCK, RECORD_BYTES, REC_AKEY, SUMS_AKEY, SUM_BYTES};
+use crate::stage::Stage;
 
 /// The akey under which a key's bytes live (a byte array: one record per byte).
 pub const DATA_AKEY: &[u8] = b"data";
 
-/// Single-value akey beside the data: the id of the write that stored the key last (8 bytes,
-/// little endian), written in the same RPC as the data by every update. Eviction punches a
-/// key only while it still holds the id its index record names, so a key rewritten since is
-/// kept (see `crate::evict`). Readers that do not know it (earlier versions) ignore it.
-pub const GEN_AKEY: &[u8] = b"gen";
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoKind {
-    /// Write the ranges (`daos_obj_update`).
+    /// Write the ranges, their blocks' checksums and the record (`daos_obj_update`).
     Update,
-    /// Read the ranges (`daos_obj_fetch`).
+    /// Read the ranges (whole blocks), their checksums and the record (`daos_obj_fetch`).
     Fetch,
-    /// Highest written record of the key (`daos_obj_query_key` MAX|RECX): its size.
-    Size,
-    /// Remove the key and everything under it (`daos_obj_punch_dkeys`, one dkey).
-    Punch,
+    /// Read the record alone (`daos_obj_fetch`): a key's length, or a read's check of the
+    /// key's first dkey.
+    Record,
 }
 
-/// One range of the object and the local buffer it moves to or from.
+/// One range of the object and the caller's buffer it moves to or from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
     pub offset: u64,
@@ -40,154 +42,314 @@ pub struct Extent {
     pub addr: u64,
 }
 
+/// A range of the object held in the staging buffer from `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    offset: u64,
+    len: u64,
+    at: usize,
+}
+
+/// Merges ranges (sorted by offset) that overlap or touch; each run's `at` is where it starts
+/// in a buffer holding the runs back to back.
+fn runs(mut ranges: Vec<(u64, u64)>) -> Vec<Run> {
+    ranges.sort_unstable();
+    let mut out: Vec<Run> = Vec::new();
+    let mut at = 0usize;
+    for (start, end) in ranges {
+        match out.last_mut() {
+            Some(r) if start <= r.offset + r.len => {
+                let grown = end.max(r.offset + r.len) - r.offset;
+                at += (grown - r.len) as usize;
+                r.len = grown;
+            }
+            _ => {
+                out.push(Run { offset: start, len: end - start, at });
+                at += (end - start) as usize;
+            }
+        }
+    }
+    out
+}
+
+/// The run holding [offset, offset + len) whole (`runs` covers every extent of its I/O).
+fn run_of(runs: &[Run], offset: u64, len: u64) -> &Run {
+    let i = runs.partition_point(|r| r.offset + r.len <= offset);
+    let r = &runs[i];
+    debug_assert!(r.offset <= offset && offset + len <= r.offset + r.len);
+    r
+}
+
 pub struct IoDesc {
     pub kind: IoKind,
     dkey: ObjectKey,
+    /// The caller's ranges: an update's in descriptor order (a later one wins where two
+    /// overlap), a fetch's as asked.
+    extents: Vec<Extent>,
+    runs: Vec<Run>,
+    stage: Option<Stage>,
+    stage_len: usize,
+    /// An update's record; a fetch's, once DAOS filled `rec_buf`.
+    record: Record,
+    rec_buf: [u8; RECORD_BYTES],
+    /// Blocks whose checksums go with the data: runs of block indices, and the sums themselves
+    /// back to back in the same order.
+    sum_recxs: Vec<daos_recx_t>,
+    sums: Vec<u32>,
+    // What DAOS points into, set by `wire`.
     dkey_iov: d_iov_t,
-    akey_iov: d_iov_t,
-    /// The data iod, and the write id's (updates with a `gen` only).
-    iods: [daos_iod_t; 2],
+    akey_iovs: [d_iov_t; 3],
+    iods: [daos_iod_t; 3],
+    niods: u32,
     recxs: Vec<daos_recx_t>,
-    iovs: Vec<d_iov_t>,
-    sgls: [d_sg_list_t; 2],
-    gen: Option<[u8; 8]>,
-    gen_akey_iov: d_iov_t,
-    gen_iov: d_iov_t,
-    query: daos_recx_t,
-    want: u64,
-    /// A staged fetch: DAOS reads into this buffer of the engine's, and `deliver` copies it
-    /// into the caller's (`user`) once it succeeded. Used while the pool is in trouble, so that
-    /// a read reported failed leaves nothing of DAOS's in the caller's memory.
-    bounce: Option<crate::bounce::Bounce>,
-    user: Vec<(u64, u64)>,
+    data_iov: d_iov_t,
+    sums_iov: d_iov_t,
+    rec_iov: d_iov_t,
+    sgls: [d_sg_list_t; 3],
 }
 
-// SAFETY: the raw pointers inside point to memory this struct owns or to user buffers whose
-// lifetime the transfer contract guarantees; the struct is handed between threads whole.
+// SAFETY: the raw pointers inside point to memory this struct owns or to caller buffers whose
+// lifetime the transfer contract guarantees while its request is live; the struct is handed
+// between threads whole.
 unsafe impl Send for IoDesc {}
 
 impl IoDesc {
-    /// `gen`: the write id an update stores beside the data (`GEN_AKEY`); ignored for fetches
-    /// and queries.
-    pub fn new(kind: IoKind, dkey: ObjectKey, extents: &[Extent], gen: Option<u64>) -> IoDesc {
-        let recxs = extents.iter().map(|e| daos_recx_t { rx_idx: e.offset, rx_nr: e.len }).collect();
-        let iovs = extents.iter().map(|e| iov(e.addr as *mut u8, e.len as usize)).collect();
+    fn build(kind: IoKind, dkey: ObjectKey, extents: Vec<Extent>, runs: Vec<Run>, record: Record) -> IoDesc {
+        let stage_len = runs.iter().map(|r| r.len as usize).sum();
         IoDesc {
             kind,
             dkey,
+            extents,
+            runs,
+            stage: None,
+            stage_len,
+            record,
+            rec_buf: [0; RECORD_BYTES],
+            sum_recxs: Vec::new(),
+            sums: Vec::new(),
             dkey_iov: iov(std::ptr::null_mut(), 0),
-            akey_iov: iov(std::ptr::null_mut(), 0),
-            iods: [daos_iod_t::default(); 2],
-            recxs,
-            iovs,
-            sgls: [d_sg_list_t::default(); 2],
-            gen: gen.filter(|_| kind == IoKind::Update).map(u64::to_le_bytes),
-            gen_akey_iov: iov(std::ptr::null_mut(), 0),
-            gen_iov: iov(std::ptr::null_mut(), 0),
-            query: daos_recx_t::default(),
-            want: extents.iter().map(|e| e.len).sum(),
-            bounce: None,
-            user: Vec::new(),
+            akey_iovs: [iov(std::ptr::null_mut(), 0); 3],
+            iods: [daos_iod_t::default(); 3],
+            niods: 0,
+            recxs: Vec::new(),
+            data_iov: iov(std::ptr::null_mut(), 0),
+            sums_iov: iov(std::ptr::null_mut(), 0),
+            rec_iov: iov(std::ptr::null_mut(), 0),
+            sgls: [d_sg_list_t::default(); 3],
         }
     }
 
-    /// A fetch into a buffer of `pool`'s (see `bounce`); other kinds are not staged.
-    pub fn new_staged(dkey: ObjectKey, extents: &[Extent], pool: &std::sync::Arc<crate::bounce::BouncePool>) -> IoDesc {
-        let mut io = IoDesc::new(IoKind::Fetch, dkey, extents, None);
-        let mut bounce = pool.take(io.want as usize);
-        let base = bounce.as_mut_ptr();
-        let mut at = 0usize;
-        // The iovs point into the bounce buffer's heap allocation, which does not move when
-        // the buffer (or the IoDesc) is moved, and goes back to the pool only with the IoDesc.
-        io.iovs = extents
-            .iter()
-            .map(|e| {
-                // SAFETY: `at + e.len` is at most `want`, the buffer's length.
-                let v = iov(unsafe { base.add(at) }, e.len as usize);
-                at += e.len as usize;
-                v
-            })
-            .collect();
-        io.user = extents.iter().map(|e| (e.addr, e.len)).collect();
-        io.bounce = Some(bounce);
+    /// An update of `dkey` storing `extents` (the caller's, in descriptor order) under
+    /// `record`. No extents: the record alone (a key's first dkey, when a write puts no bytes
+    /// there).
+    pub fn update(dkey: ObjectKey, extents: &[Extent], record: Record) -> IoDesc {
+        let runs = runs(extents.iter().map(|e| (e.offset, e.offset + e.len)).collect());
+        IoDesc::build(IoKind::Update, dkey, extents.to_vec(), runs, record)
+    }
+
+    /// A fetch of `extents` of `dkey`, widened to whole blocks so that each verifies.
+    pub fn fetch(dkey: ObjectKey, extents: &[Extent]) -> IoDesc {
+        let runs = runs(
+            extents
+                .iter()
+                .map(|e| (e.offset / BLOCK * BLOCK, (e.offset + e.len).div_ceil(BLOCK).saturating_mul(BLOCK)))
+                .collect(),
+        );
+        let mut io = IoDesc::build(IoKind::Fetch, dkey, extents.to_vec(), runs, Record { id: 0, len: 0 });
+        for r in &io.runs {
+            let (first, n) = (r.offset / BLOCK, r.len / BLOCK);
+            io.sum_recxs.push(daos_recx_t { rx_idx: first, rx_nr: n });
+        }
+        io.sums = vec![0; io.sum_recxs.iter().map(|x| x.rx_nr as usize).sum()];
         io
     }
 
-    pub fn staged(&self) -> bool {
-        self.bounce.is_some()
+    /// A fetch of `dkey`'s record alone.
+    pub fn record(dkey: ObjectKey) -> IoDesc {
+        IoDesc::build(IoKind::Record, dkey, Vec::new(), Vec::new(), Record { id: 0, len: 0 })
     }
 
-    /// Copies a staged fetch's bytes into the caller's buffers.
+    /// Bytes of staging buffer this I/O needs (`attach`).
+    pub fn stage_len(&self) -> usize {
+        self.stage_len
+    }
+
+    /// Gives the I/O its staging buffer (of `stage_len` bytes), before launch.
+    pub fn attach(&mut self, stage: Stage) {
+        debug_assert_eq!(stage.as_slice().len(), self.stage_len);
+        self.stage = Some(stage);
+    }
+
+    /// An update: copies the caller's bytes into the staging buffer and checksums the blocks
+    /// they cover whole (up to the value's end); other blocks get no checksum, so a read of
+    /// them does not verify.
     ///
     /// # Safety
-    /// The fetch completed successfully, and the caller's buffers are still theirs to write
-    /// (the transfer was not given up: `Attempt::complete_delivered`).
-    pub unsafe fn deliver(&self) {
-        let Some(b) = &self.bounce else { return };
-        let b = b.as_slice();
-        let mut at = 0usize;
-        for &(addr, len) in &self.user {
-            // SAFETY: `addr..addr+len` is a caller's DRAM range of this transfer (valid for
-            // writes by the transfer contract, this function's contract), and the bounce
-            // buffer holds `len` bytes from `at`; the two never overlap.
-            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr().add(at), addr as *mut u8, len as usize) };
-            at += len as usize;
+    /// The caller's ranges are valid for reads: their request is live (`Attempt::begin_launch`
+    /// runs this under its lock, before any status that ends the request).
+    pub unsafe fn stage_in(&mut self) {
+        let Some(stage) = self.stage.as_mut() else { return };
+        let buf = stage.as_mut_slice();
+        for e in &self.extents {
+            let r = run_of(&self.runs, e.offset, e.len);
+            let at = r.at + (e.offset - r.offset) as usize;
+            // SAFETY: the caller's range is readable (this function's contract); the staging
+            // buffer holds `e.len` bytes from `at` (the run covers the extent), and the two are
+            // distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping(e.addr as *const u8, buf[at..].as_mut_ptr(), e.len as usize) };
+        }
+        let Record { id, len } = self.record;
+        self.sum_recxs.clear();
+        self.sums.clear();
+        for r in &self.runs {
+            let end = r.offset + r.len;
+            let mut b = r.offset.div_ceil(BLOCK);
+            while b * BLOCK < len {
+                let (start, stop) = block_span(b, len);
+                if stop > end {
+                    break;
+                }
+                let at = r.at + (start - r.offset) as usize;
+                self.sums.push(block_sum(id, b, &buf[at..at + (stop - start) as usize]));
+                match self.sum_recxs.last_mut() {
+                    Some(x) if x.rx_idx + x.rx_nr == b => x.rx_nr += 1,
+                    _ => self.sum_recxs.push(daos_recx_t { rx_idx: b, rx_nr: 1 }),
+                }
+                b += 1;
+            }
         }
     }
 
-    /// The NIXL key this I/O addresses (its dkey).
+    /// After a successful fetch: the record it read, once the bytes every extent asked for are
+    /// all within the value and every block fetched verifies against it. Otherwise the read is
+    /// a miss: no record (never written, or by a version without records), a value shorter
+    /// than asked, or bytes that are not the recorded write's (corrupted, or another write's).
+    pub fn verify(&self) -> Result<Record, Error> {
+        let key = || self.dkey.display();
+        let rec_iod = &self.iods[self.niods as usize - 1];
+        let record = match rec_iod.iod_size {
+            0 => return Err(Error::NoSuchKey { key: key() }),
+            n if n as usize != RECORD_BYTES => {
+                return Err(Error::Unverified { key: key(), why: "its record is not one this version writes" })
+            }
+            _ => Record::from_bytes(&self.rec_buf)
+                .ok_or_else(|| Error::Unverified { key: key(), why: "its record is not one this version writes" })?,
+        };
+        if self.kind != IoKind::Fetch {
+            return Ok(record);
+        }
+        if let Some(e) = self.extents.iter().find(|e| e.offset + e.len > record.len) {
+            return Err(Error::ShortRead { key: key(), want: e.offset + e.len, got: record.len });
+        }
+        let buf = self.stage.as_ref().map_or(&[][..], |s| s.as_slice());
+        // Bytes DAOS wrote into the buffer: it trims a fetch's tail holes only.
+        let fetched = if self.iods[0].iod_size == 0 { 0 } else { self.data_iov.iov_len.min(buf.len()) };
+        let mut sum = 0usize;
+        for (x, r) in self.sum_recxs.iter().zip(&self.runs) {
+            for b in x.rx_idx..x.rx_idx + x.rx_nr {
+                let want = self.sums[sum];
+                sum += 1;
+                let (start, stop) = block_span(b, record.len);
+                if start >= record.len {
+                    continue; // past the value's end: nothing asked there
+                }
+                let at = r.at + (start - r.offset) as usize;
+                let to = at + (stop - start) as usize;
+                if to > fetched {
+                    return Err(Error::Unverified {
+                        key: key(),
+                        why: "DAOS returned fewer bytes than its record holds",
+                    });
+                }
+                if block_sum(record.id, b, &buf[at..to]) != want {
+                    return Err(Error::Unverified {
+                        key: key(),
+                        why: "its bytes do not match their checksums (another write's, or corrupted)",
+                    });
+                }
+            }
+        }
+        Ok(record)
+    }
+
+    /// Copies a verified fetch's bytes into the caller's buffers.
+    ///
+    /// # Safety
+    /// The fetch verified, and the caller's buffers are still theirs to write (the request is
+    /// live: `Attempt::complete` runs this under its lock).
+    pub unsafe fn deliver(&self) {
+        let Some(stage) = &self.stage else { return };
+        let buf = stage.as_slice();
+        for e in &self.extents {
+            let r = run_of(&self.runs, e.offset, e.len);
+            let at = r.at + (e.offset - r.offset) as usize;
+            // SAFETY: `e.addr..+len` is a caller's range of this live transfer (valid for writes
+            // by this function's contract), and the staging buffer holds `len` bytes from `at`;
+            // the two never overlap.
+            unsafe { std::ptr::copy_nonoverlapping(buf[at..].as_ptr(), e.addr as *mut u8, e.len as usize) };
+        }
+    }
+
+    /// The dkey this I/O addresses.
     pub fn key(&self) -> &ObjectKey {
         &self.dkey
     }
 
-    /// Bytes this I/O moves.
+    /// Bytes of the caller's this I/O moves.
     pub fn bytes(&self) -> u64 {
-        self.want
-    }
-
-    /// After a fetch: bytes DAOS returned, None when the key (or every range) is absent.
-    /// Tail holes are trimmed by DAOS, so a short read shows as fewer bytes than asked.
-    pub fn fetched(&self) -> Option<u64> {
-        if self.iods[0].iod_size == 0 {
-            return None;
-        }
-        let n = (self.sgls[0].sg_nr_out as usize).min(self.iovs.len());
-        Some(self.iovs[..n].iter().map(|v| v.iov_len as u64).sum())
-    }
-
-    /// After a successful size query: the key's size in bytes, None when DAOS found no extent
-    /// (`rx_nr == 0`: DAOS zeroes the recx before querying and leaves it so for a missing key).
-    pub fn size(&self) -> Option<u64> {
-        (self.query.rx_nr != 0).then(|| self.query.rx_idx + self.query.rx_nr)
+        self.extents.iter().map(|e| e.len).sum()
     }
 
     fn wire(&mut self) {
-        // DAOS only reads key buffers, so shared (immutable) bytes can back both iovs.
+        // DAOS only reads key buffers, so shared (immutable) bytes can back the iovs.
         let dkey = self.dkey.as_bytes();
         self.dkey_iov = iov(dkey.as_ptr().cast_mut(), dkey.len());
-        self.akey_iov = iov(DATA_AKEY.as_ptr().cast_mut(), DATA_AKEY.len());
-        self.iods[0] = daos_iod_t {
-            iod_name: self.akey_iov,
-            iod_type: sys::DAOS_IOD_ARRAY as _,
-            iod_size: 1,
-            iod_flags: 0,
-            iod_nr: self.recxs.len() as u32,
-            iod_recxs: self.recxs.as_mut_ptr(),
-        };
-        self.sgls[0] = d_sg_list_t { sg_nr: self.iovs.len() as u32, sg_nr_out: 0, sg_iovs: self.iovs.as_mut_ptr() };
-        if let Some(g) = self.gen.as_mut() {
-            self.gen_akey_iov = iov(GEN_AKEY.as_ptr().cast_mut(), GEN_AKEY.len());
-            self.gen_iov = iov(g.as_mut_ptr(), g.len());
-            self.iods[1] = daos_iod_t {
-                iod_name: self.gen_akey_iov,
-                iod_type: sys::DAOS_IOD_SINGLE as _,
-                iod_size: g.len() as u64,
+        let mut n = 0usize;
+        if !self.runs.is_empty() {
+            self.recxs = self.runs.iter().map(|r| daos_recx_t { rx_idx: r.offset, rx_nr: r.len }).collect();
+            let base = self.stage.as_mut().map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
+            self.data_iov = iov(base, self.stage_len);
+            self.akey_iovs[n] = iov(DATA_AKEY.as_ptr().cast_mut(), DATA_AKEY.len());
+            self.iods[n] = daos_iod_t {
+                iod_name: self.akey_iovs[n],
+                iod_type: sys::DAOS_IOD_ARRAY as _,
+                iod_size: 1,
                 iod_flags: 0,
-                iod_nr: 1,
-                iod_recxs: std::ptr::null_mut(),
+                iod_nr: self.recxs.len() as u32,
+                iod_recxs: self.recxs.as_mut_ptr(),
             };
-            self.sgls[1] = d_sg_list_t { sg_nr: 1, sg_nr_out: 0, sg_iovs: &mut self.gen_iov };
+            self.sgls[n] = d_sg_list_t { sg_nr: 1, sg_nr_out: 0, sg_iovs: &mut self.data_iov };
+            n += 1;
         }
+        if !self.sum_recxs.is_empty() {
+            self.sums_iov = iov(self.sums.as_mut_ptr().cast(), self.sums.len() * SUM_BYTES as usize);
+            self.akey_iovs[n] = iov(SUMS_AKEY.as_ptr().cast_mut(), SUMS_AKEY.len());
+            self.iods[n] = daos_iod_t {
+                iod_name: self.akey_iovs[n],
+                iod_type: sys::DAOS_IOD_ARRAY as _,
+                iod_size: SUM_BYTES,
+                iod_flags: 0,
+                iod_nr: self.sum_recxs.len() as u32,
+                iod_recxs: self.sum_recxs.as_mut_ptr(),
+            };
+            self.sgls[n] = d_sg_list_t { sg_nr: 1, sg_nr_out: 0, sg_iovs: &mut self.sums_iov };
+            n += 1;
+        }
+        if self.kind == IoKind::Update {
+            self.rec_buf = self.record.to_bytes();
+        }
+        self.rec_iov = iov(self.rec_buf.as_mut_ptr(), RECORD_BYTES);
+        self.akey_iovs[n] = iov(REC_AKEY.as_ptr().cast_mut(), REC_AKEY.len());
+        self.iods[n] = daos_iod_t {
+            iod_name: self.akey_iovs[n],
+            iod_type: sys::DAOS_IOD_SINGLE as _,
+            iod_size: RECORD_BYTES as u64,
+            iod_flags: 0,
+            iod_nr: 1,
+            iod_recxs: std::ptr::null_mut(),
+        };
+        self.sgls[n] = d_sg_list_t { sg_nr: 1, sg_nr_out: 0, sg_iovs: &mut self.rec_iov };
+        self.niods = n as u32 + 1;
     }
 }
 
@@ -199,8 +361,8 @@ impl Object {
     /// freed by the thread that reaps it before this call has even returned.
     ///
     /// # Safety
-    /// `io`, `ev` and the user buffers named by `io`'s extents must stay alive and unmoved
-    /// until `ev` has been reaped from its queue.
+    /// `io` and `ev` must stay alive and unmoved until `ev` has been reaped from its queue.
+    /// DAOS touches only memory `io` owns (its staging buffer, its sums and record).
     pub unsafe fn launch(&self, io: *mut IoDesc, ev: *mut daos_event_t) -> i32 {
         // SAFETY: `io` is valid and not yet launched (this function's contract), so nothing else
         // touches it while `wire` points its descriptors at its own fields.
@@ -208,15 +370,13 @@ impl Object {
         let lib: &Library = self.lib;
         let th = sys::daos_handle_t::default();
         // SAFETY: field addresses of a valid `io`; no reference is created.
-        let (dkey, iod, sgl, akey, query, kind, nr) = unsafe {
+        let (dkey, iod, sgl, kind, nr) = unsafe {
             (
                 addr_of_mut!((*io).dkey_iov),
                 addr_of_mut!((*io).iods).cast::<daos_iod_t>(),
                 addr_of_mut!((*io).sgls).cast::<d_sg_list_t>(),
-                addr_of_mut!((*io).akey_iov),
-                addr_of_mut!((*io).query),
                 (*io).kind,
-                1 + u32::from((*io).gen.is_some()),
+                (*io).niods,
             )
         };
         match kind {
@@ -224,15 +384,75 @@ impl Object {
             // is reaped (this function's contract), which is what the asynchronous call needs.
             IoKind::Update => unsafe { lib.api.daos_obj_update(self.oh, th, 0, dkey, nr, iod, sgl, ev) },
             // SAFETY: as above.
-            IoKind::Fetch => unsafe {
-                lib.api.daos_obj_fetch(self.oh, th, 0, dkey, 1, iod, sgl, std::ptr::null_mut(), ev)
-            },
-            // SAFETY: as above.
-            IoKind::Punch => unsafe { lib.api.daos_obj_punch_dkeys(self.oh, th, 0, 1, dkey, ev) },
-            // SAFETY: as above.
-            IoKind::Size => unsafe {
-                lib.api.daos_obj_query_key(self.oh, th, sys::DAOS_GET_MAX | sys::DAOS_GET_RECX, dkey, akey, query, ev)
+            IoKind::Fetch | IoKind::Record => unsafe {
+                lib.api.daos_obj_fetch(self.oh, th, 0, dkey, nr, iod, sgl, std::ptr::null_mut(), ev)
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_merge_what_overlaps_or_touches() {
+        let r = runs(vec![(10, 20), (0, 5), (5, 8), (15, 30), (40, 41)]);
+        assert_eq!(
+            r,
+            vec![
+                Run { offset: 0, len: 8, at: 0 },
+                Run { offset: 10, len: 20, at: 8 },
+                Run { offset: 40, len: 1, at: 28 }
+            ]
+        );
+        assert_eq!(run_of(&r, 12, 3).offset, 10);
+        assert_eq!(run_of(&r, 40, 1).at, 28);
+    }
+
+    #[test]
+    fn an_update_stages_the_callers_bytes_later_descriptors_winning() {
+        let a = [1u8; 100];
+        let b = [2u8; 50];
+        let ext = [
+            Extent { offset: 0, len: 100, addr: a.as_ptr() as u64 },
+            Extent { offset: 80, len: 50, addr: b.as_ptr() as u64 },
+        ];
+        let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: 9, len: 130 });
+        assert_eq!(io.stage_len(), 130);
+        let pool = crate::stage::StagePool::new(1 << 20);
+        io.attach(pool.try_take(130).unwrap());
+        // SAFETY: both ranges are live vectors.
+        unsafe { io.stage_in() };
+        let s = io.stage.as_ref().unwrap().as_slice();
+        assert!(s[..80].iter().all(|&x| x == 1) && s[80..].iter().all(|&x| x == 2));
+        assert_eq!(io.sums, vec![block_sum(9, 0, s)], "one block, to the value's end");
+    }
+
+    #[test]
+    fn only_blocks_a_write_covers_whole_are_checksummed() {
+        let data = vec![5u8; 3 * BLOCK as usize];
+        let at = data.as_ptr() as u64;
+        // Bytes 1000.. 2.5 blocks of a value of 3 blocks: block 0 and 2 not whole.
+        let ext = [Extent { offset: 1000, len: 2 * BLOCK + BLOCK / 2 - 1000, addr: at }];
+        let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: 1, len: 3 * BLOCK });
+        io.attach(crate::stage::StagePool::new(1 << 30).try_take(io.stage_len()).unwrap());
+        // SAFETY: a live vector, longer than the extent.
+        unsafe { io.stage_in() };
+        assert_eq!(io.sum_recxs.iter().map(|x| (x.rx_idx, x.rx_nr)).collect::<Vec<_>>(), vec![(1, 1)]);
+    }
+
+    #[test]
+    fn a_fetch_reads_whole_blocks() {
+        let ext = [
+            Extent { offset: 100, len: 10, addr: 0 },
+            Extent { offset: BLOCK + 5, len: BLOCK, addr: 0 },
+            Extent { offset: 10 * BLOCK, len: 1, addr: 0 },
+        ];
+        let io = IoDesc::fetch(ObjectKey::from_registration(b"k", 0), &ext);
+        assert_eq!(io.runs.len(), 2);
+        assert_eq!(io.stage_len(), 4 * BLOCK as usize);
+        assert_eq!(io.sum_recxs.iter().map(|x| (x.rx_idx, x.rx_nr)).collect::<Vec<_>>(), vec![(0, 3), (10, 1)]);
+        assert_eq!(io.sums.len(), 4);
     }
 }

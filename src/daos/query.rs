@@ -1,22 +1,23 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 // SPDX-License-Identifier: Apache-2.0
-//! Size queries (`daos_obj_query_key`), driven from the calling thread: they need no lane, only
-//! events outside any queue that the caller tests. Queries still inside DAOS when the caller
-//! gives up are handed back as `Abandoned`, for someone (the lanes) to reap later.
+//! Key lengths for `queryMem`: a fetch of each key's record (`crate::record`, on the key's first
+//! dkey), driven from the calling thread: they need no lane, only events outside any queue that
+//! the caller tests. Fetches still inside DAOS when the caller gives up are handed back as
+//! `Abandoned`, for someone (the lanes) to reap later.
 
 use std::collections::VecDeque;
 use std::ptr::addr_of_mut;
 use std::time::{Duration, Instant};
 
-use super::io::{IoDesc, IoKind};
+use super::io::IoDesc;
 use super::{daos_event_t, rc_is_nonexistent, Bound, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
 
-/// Longest single `daos_event_test` wait of a size query.
+/// Longest single `daos_event_test` wait of a record fetch.
 const TEST_SLICE: Duration = Duration::from_millis(1);
 
-/// One size query. `#[repr(C)]` with the event first, as for the lanes' operations.
+/// One record fetch. `#[repr(C)]` with the event first, as for the lanes' operations.
 #[repr(C)]
 struct SizeQuery {
     ev: daos_event_t,
@@ -25,23 +26,29 @@ struct SizeQuery {
 
 impl SizeQuery {
     fn daos_error(lib: &Library, rc: i32) -> Error {
-        Error::Daos { call: "daos_obj_query_key", rc, name: lib.errstr(rc) }
+        Error::Daos { call: "daos_obj_fetch", rc, name: lib.errstr(rc) }
     }
 
-    /// What a completed size query says: the size, or None when the key does not exist. DAOS
-    /// 2.8 answers a never-written key with success and an empty recx (the client merges the
-    /// shards' `DER_NONEXIST` into rc 0), so an empty recx means absent; a written key always
-    /// has at least one record. `DER_NONEXIST` is kept as absent too (older clients).
+    /// What a completed record fetch says: the key's length, or None when it has no record
+    /// this version reads (never written, punched, or written by a version without records):
+    /// such a key is a miss for reads too. `DER_NONEXIST` is absent as well.
     fn result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
         match rc {
-            0 => Ok(self.io.size()),
+            0 => match self.io.verify() {
+                Ok(r) => Ok(Some(r.len)),
+                Err(Error::NoSuchKey { .. }) => Ok(None),
+                Err(e) => {
+                    tracing::debug!("queryMem: {e}");
+                    Ok(None)
+                }
+            },
             rc if rc_is_nonexistent(rc) => Ok(None),
             rc => Err(SizeQuery::daos_error(lib, rc)),
         }
     }
 }
 
-/// A launched size query its caller gave up on; DAOS still holds it. Never dropped while
+/// A launched record fetch its caller gave up on; DAOS still holds it. Never dropped while
 /// DAOS may complete it: `try_reap` frees it once DAOS is done, and one that is never reaped
 /// is leaked (late completion must never touch freed memory).
 pub struct Abandoned(*mut SizeQuery);
@@ -67,7 +74,7 @@ impl Abandoned {
     }
 }
 
-/// Sizes of `keys` (None: absent), queried from the calling thread: up to `window` queries in
+/// Lengths of `keys` (None: absent), fetched from the calling thread: up to `window` fetches in
 /// flight at once on events outside any queue, progressed with `daos_event_test` here.
 /// queryMem is synchronous for its caller anyway, and driving progress in the caller spares a
 /// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
@@ -103,8 +110,7 @@ fn drive(
     let mut next = 0;
     while next < keys.len() || !inflight.is_empty() {
         while next < keys.len() && inflight.len() < window.max(1) {
-            let query =
-                SizeQuery { ev: daos_event_t::default(), io: IoDesc::new(IoKind::Size, keys[next].clone(), &[], None) };
+            let query = SizeQuery { ev: daos_event_t::default(), io: IoDesc::record(keys[next].clone()) };
             let raw = Box::into_raw(Box::new(query));
             // SAFETY: raw is a live boxed query; from launch until reaped it belongs to DAOS.
             let rc = unsafe {

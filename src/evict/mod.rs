@@ -35,11 +35,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::daos::io::GEN_AKEY;
 use crate::daos::kv::Put;
 use crate::daos::{sys, Bound, Container, InitGuard, Object, Pool};
 use crate::error::Error;
 use crate::key::ObjectKey;
+use crate::record::{Record as ValueRecord, RECORD_BYTES, REC_AKEY};
 use index::{Claim, Record};
 
 /// How often buffered records are written to the index.
@@ -123,7 +123,7 @@ fn engine_id() -> u64 {
     x ^ (x >> 31)
 }
 
-/// Ids of writes: every update stores its posting's id beside the data (`GEN_AKEY`), whether
+/// Ids of writes: every update stores its posting's id in its record (`crate::record`), whether
 /// or not this engine evicts, so that an evicting engine sharing the container never takes a
 /// key rewritten by this one for the old write its record names.
 pub struct WriteIds {
@@ -753,7 +753,7 @@ impl Worker {
         let key = r.key.as_bytes();
         for _ in 0..TX_TRIES {
             let tx = self.cont.tx_open(bound())?;
-            let gen = match self.keys.get_sized(key, GEN_AKEY, 8, Some(&tx), bound()) {
+            let rec = match self.keys.get_sized(key, REC_AKEY, RECORD_BYTES, Some(&tx), bound()) {
                 Ok(g) => g,
                 // DAOS may ask a transaction's read to restart too (its uncertainty check).
                 Err(e) if e.is_tx_restart() => {
@@ -762,7 +762,8 @@ impl Worker {
                 }
                 Err(e) => return Err(e),
             };
-            if gen.as_deref().and_then(index::u64_from) != Some(r.id) {
+            let gen = rec.as_deref().and_then(ValueRecord::from_bytes).map(|v| v.id);
+            if gen != Some(r.id) {
                 // Rewritten since (or already gone): the newer write has its own record.
                 self.rec.counters.kept_rewritten.fetch_add(u64::from(gen.is_some()), Ordering::Relaxed);
                 return Ok(false);

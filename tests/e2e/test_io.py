@@ -59,12 +59,11 @@ def test_write_read_many_buffers_in_one_transfer(agent):
         assert_same(dst[i * size : (i + 1) * size], src[j * size : (j + 1) * size], f"slot {i}")
 
 
-@pytest.mark.parametrize("fold", ["true", "false", "auto"], ids=["fold", "no-fold", "auto"])
-def test_kvbm_layer_separate_layout(make_agent, sim_or_none, fold):
+def test_kvbm_layer_separate_layout(make_agent, sim_or_none):
     """KVBM: one key per block (devId, empty metaInfo: the key is the decimal devId), one
     descriptor per layer at increasing offsets; in DRAM the layers of a block lie apart."""
     blocks, layers, L = 4, 40, 32 * KiB
-    agent = make_agent({"fold": fold, "rpc_target_bytes": str(256 * KiB)})
+    agent = make_agent({})
     src, dst = pattern(blocks * layers * L), np.zeros(blocks * layers * L, np.uint8)
     agent.reg_dram(src)
     agent.reg_dram(dst)
@@ -79,11 +78,12 @@ def test_kvbm_layer_separate_layout(make_agent, sim_or_none, fold):
     assert_same(dst, src)
 
     if sim_or_none:  # RPC counts: daos-sim only
-        # fold: one RPC per key; no-fold: one per descriptor; auto: 1.25 MiB per key in RPCs of 256 KiB
-        rpcs = {"true": blocks, "false": blocks * layers, "auto": blocks * 5}[fold]
-        assert (w["update"], w["fetch"]) == (rpcs, 0), w.delta
-        assert (r["fetch"], r["update"]) == (rpcs, 0), r.delta
-        assert w["bytes_written"] == r["bytes_read"] == src.nbytes
+        # One RPC per key (1.25 MiB, within one 4 MiB chunk), whatever its descriptors; the bytes
+        # and 4 bytes of checksum per 64 KiB block.
+        assert (w["update"], w["fetch"]) == (blocks, 0), w.delta
+        assert (r["fetch"], r["update"]) == (blocks, 0), r.delta
+        sums = blocks * (layers * L // (64 * KiB)) * 4
+        assert w["bytes_written"] == r["bytes_read"] == src.nbytes + sums, (w.delta, r.delta)
     sizes = agent.query([str(d) for d in devs])
     assert [s and int(s["size"]) for s in sizes] == [layers * L] * blocks
 
@@ -272,43 +272,6 @@ def test_injected_daos_error_fails_one_transfer(agent, sim):
     assert_same(agent.get(dev, size), data)
 
 
-def test_spread_only_while_the_engine_is_idle(make_agent, sim):
-    # spread_rpcs (off by default): a request posted while little is in flight is cut into more
-    # RPCs; one posted while the engine is busy keeps its folded plan. daos-sim holds the first
-    # request's RPCs ("hang") so that the second one finds them in flight.
-    size = 8 * MiB
-    # In a container of one dkey per key (chunk_bytes=0): chunks would cut the value first.
-    plain = {"container": unique_key("spread-cont"), "create_container": "true", "chunk_bytes": "0"}
-    agent = make_agent({**plain, "spread_rpcs": "8", "spread_min_bytes": str(MiB)})
-    a, b = pattern(size, 51), pattern(size, 52)
-    agent.reg_dram(a)
-    agent.reg_dram(b)
-    da, db = agent.reg_obj(unique_key("spread-a"), size), agent.reg_obj(unique_key("spread-b"), size)
-    with StatsDelta(sim) as w:
-        sim.control("hang")
-        try:
-            ha, _ = agent.post("WRITE", [(addr(a), size, 0)], [(0, size, da)])  # idle: 8 RPCs of 1 MiB
-            hb, _ = agent.post("WRITE", [(addr(b), size, 0)], [(0, size, db)])  # 8 in flight: 1 RPC
-        finally:
-            sim.control("resume")
-        for h in (ha, hb):
-            agent.wait(h, agent.agent.check_xfer_state(h))
-            agent.release(h)
-    assert w["update"] == 8 + 1, w.delta
-    # Idle again: each read is spread, and every byte comes back from the pieces.
-    with StatsDelta(sim) as r:
-        assert_same(agent.get(da, size), a, "the spread write")
-        assert_same(agent.get(db, size), b, "the folded write")
-    assert r["fetch"] == 8 + 8, r.delta
-    # fold=true keeps one RPC per key, idle or not: the caller chose it.
-    fixed = make_agent({**plain, "fold": "true", "spread_rpcs": "8"})
-    fixed.reg_dram(a)
-    dev = fixed.reg_obj(unique_key("spread-fixed"), size)
-    with StatsDelta(sim) as f:
-        fixed.xfer("WRITE", [(addr(a), size, 0)], [(0, size, dev)])
-    assert f["update"] == 1, f.delta
-
-
 def test_chunked_values_through_nixl(make_agent, sim_or_none):
     """A container of 1 MiB chunks (chunk_bytes): a 9.5 MiB value written as two descriptors that
     end and start inside chunks goes out as one RPC per chunk, reads back whole and across a
@@ -328,7 +291,7 @@ def test_chunked_values_through_nixl(make_agent, sim_or_none):
         )
     if sim_or_none:
         # chunks 0-9 (the last half full): 10 RPCs; the chunk holding `cut` gets one of each
-        # descriptor's pieces, folded into one RPC
+        # descriptor's pieces, in one RPC
         assert w["update"] == 10, w.delta
     assert_same(agent.get(dev, size), src, "the chunked value")
     assert_same(agent.get(dev, 2 * MiB, offset=MiB + 7), src[MiB + 7 : 3 * MiB + 7], "a range across chunks")

@@ -15,13 +15,12 @@ PARAMS = [
     "daos_lib",
     "create_container",
     "oclass",
-    "fold",
-    "rpc_target_bytes",
-    "spread_rpcs",
-    "spread_min_bytes",
+    "chunk_bytes",
     "num_queues",
     "max_inflight",
     "timeout_ms",
+    "read_timeout_ms",
+    "stage_bytes",
 ]
 
 
@@ -38,13 +37,15 @@ def test_plugin_listed_with_parameters_and_memory_types():
     assert params["pool"] == SIM_POOL
     assert params["container"] == SIM_CONT
     assert params["daos_lib"] == LIBDAOS
-    assert params["fold"] == "auto" and int(params["rpc_target_bytes"]) >= 4096
+    assert int(params["stage_bytes"]) >= 4 << 20
+    # The knobs a design change made unnecessary are gone, not left as no-ops.
+    assert not {"fold", "rpc_target_bytes", "spread_rpcs", "spread_min_bytes", "stage_reads"} & set(params)
     assert int(params["timeout_ms"]) > 0 and int(params["num_queues"]) >= 1
     assert sorted(a.get_plugin_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
 
 
 def test_create_backend_with_explicit_parameters(make_agent):
-    params = {"pool": SIM_POOL, "container": SIM_CONT, "timeout_ms": "2000", "num_queues": "2", "fold": "false"}
+    params = {"pool": SIM_POOL, "container": SIM_CONT, "timeout_ms": "2000", "num_queues": "2", "stage_bytes": "16777216"}
     d = make_agent(params)
     assert sorted(d.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
     echoed = d.agent.get_backend_params(BACKEND)
@@ -63,11 +64,11 @@ def test_create_backend_ignores_s3_parameters(make_agent):
         {"pool": "no-such-pool"},
         {"container": "no-such-container"},
         {"timeout_ms": "abc"},
-        {"fold": "maybe"},
-        {"rpc_target_bytes": "1k"},
+        {"stage_bytes": "1k"},
+        {"chunk_bytes": "3000"},
         {"daos_lib": "/nonexistent/libdaos.so"},
     ],
-    ids=["unknown-pool", "unknown-container", "bad-timeout", "bad-fold", "bad-rpc-target", "missing-libdaos"],
+    ids=["unknown-pool", "unknown-container", "bad-timeout", "bad-stage-bytes", "bad-chunk", "missing-libdaos"],
 )
 def test_create_backend_rejects_bad_parameters(params):
     a = bare_agent()

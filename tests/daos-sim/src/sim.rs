@@ -348,6 +348,14 @@ pub fn control(cmd: &str) -> c_int {
             global().store.reset_data();
             true
         }
+        ["flip", dkey, offset] => match offset.parse::<u64>() {
+            Ok(off) => global().store.flip(dkey.as_bytes(), b"data", off) > 0,
+            Err(_) => false,
+        },
+        ["drop_akey", akey] => {
+            global().store.drop_akey(akey.as_bytes());
+            true
+        }
         _ => false,
     };
     if ok {

@@ -469,6 +469,51 @@ impl Store {
         self.pools.iter().find(|p| p.label == name || uuid.is_some_and(|u| u == p.uuid)).cloned()
     }
 
+    /// Every object of every container, for the controls that reach behind the client.
+    fn objects(&self) -> Vec<Arc<ObjData>> {
+        let mut out = Vec::new();
+        for p in &self.pools {
+            for c in p.conts.lock().iter() {
+                out.extend(c.objects.read().values().cloned());
+            }
+        }
+        out
+    }
+
+    /// Flips the bits of the byte at `offset` of byte-array akey `akey` of `dkey`, wherever it
+    /// is stored (as a disk or a wire would corrupt it). Returns how many bytes were flipped.
+    pub fn flip(&self, dkey: &[u8], akey: &[u8], offset: u64) -> usize {
+        let mut flipped = 0;
+        for o in self.objects() {
+            let Some(d) = o.dkey(dkey) else { continue };
+            let mut g = d.write();
+            let Some(AkeyVal::Array(a)) = g.akeys.get_mut(akey) else { continue };
+            if !a.overlapping(offset, offset + 1).any(|_| true) {
+                continue;
+            }
+            let layer = a.layer_mut(1);
+            let mut byte = 0u8;
+            layer.read_with(offset, 1, |b| byte = b[0]);
+            let new = [!byte];
+            layer.write_with(offset, 1, |_| &new[..]);
+            flipped += 1;
+        }
+        flipped
+    }
+
+    /// Removes akey `akey` from every dkey of every object (values as a version of the plugin
+    /// that did not write it left them). Returns how many were removed.
+    pub fn drop_akey(&self, akey: &[u8]) -> usize {
+        let mut n = 0;
+        for o in self.objects() {
+            let dks: Vec<DkeyRef> = o.dkeys.read().values().cloned().collect();
+            for d in dks {
+                n += usize::from(d.write().akeys.remove(akey).is_some());
+            }
+        }
+        n
+    }
+
     /// Drops all data, and hands the freed memory back to the OS.
     pub fn reset_data(&self) {
         for p in &self.pools {

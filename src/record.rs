@@ -1,0 +1,116 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
+//! What every stored value carries to check itself: per dkey, a record of the write that stored
+//! it and a checksum of each block of its bytes, written in the same update as the bytes and
+//! fetched in the same RPC as them.
+//!
+//! - `REC_AKEY`, a single value of `RECORD_BYTES`: a magic, the write's id (one per posting)
+//!   and the whole key's length. Every dkey a write touches holds the same record, and so
+//!   does the key's first dkey (chunk 0) whether the write put bytes there or not.
+//! - `SUMS_AKEY`, an array of 4-byte records: entry `b` is the CRC-32C of block `b` (bytes
+//!   `b * BLOCK ..` up to the next block or the value's end), seeded with the write's id and
+//!   the block's index, so a block left from another write, or moved, does not verify.
+//!
+//! DAOS applies one update of one dkey as a unit, and a fetch of one dkey reads one version,
+//! so a fetch that finds the record, its blocks' sums and bytes agreeing has read exactly one
+//! write's bytes; a read agrees across dkeys by the write id (`crate::attempt`).
+//!
+//! CRC-32C because x86-64 (SSE 4.2) and aarch64 (the CRC extension) compute it in hardware, at
+//! several GB/s per core; DAOS's own checksums offer it too.
+
+/// Single-value akey of a dkey's record.
+pub const REC_AKEY: &[u8] = b"rec";
+/// Array akey (4-byte records) of the blocks' checksums.
+pub const SUMS_AKEY: &[u8] = b"sums";
+/// Bytes per checksummed block: a read fetches whole blocks, so a read of part of a block costs
+/// the rest of it; a chunk (64 KiB at least, a power of two) holds whole blocks.
+pub const BLOCK: u64 = 64 << 10;
+/// Size of a checksum entry.
+pub const SUM_BYTES: u64 = 4;
+/// "NDR1": a record of this layout. A record of another size or magic is not one this version
+/// wrote: the value reads as absent.
+const MAGIC: u32 = u32::from_le_bytes(*b"NDR1");
+pub const RECORD_BYTES: usize = 24;
+
+/// The write that stored a dkey: its id and the key's whole length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub id: u64,
+    pub len: u64,
+}
+
+impl Record {
+    pub fn to_bytes(self) -> [u8; RECORD_BYTES] {
+        let mut b = [0u8; RECORD_BYTES];
+        b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        b[8..16].copy_from_slice(&self.id.to_le_bytes());
+        b[16..24].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// None for anything but a record of this layout (another size, another magic, bits set
+    /// that this version does not write): such a value is treated as absent.
+    pub fn from_bytes(b: &[u8]) -> Option<Record> {
+        if b.len() != RECORD_BYTES || b[0..4] != MAGIC.to_le_bytes() || b[4..8] != [0; 4] {
+            return None;
+        }
+        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let len = word(16);
+        (len <= i64::MAX as u64).then_some(Record { id: word(8), len })
+    }
+}
+
+/// The checksum of block `index` of the value written by write `id`: `bytes` are the block's
+/// bytes up to the block's end or the value's.
+pub fn block_sum(id: u64, index: u64, bytes: &[u8]) -> u32 {
+    let mut seed = [0u8; 16];
+    seed[..8].copy_from_slice(&id.to_le_bytes());
+    seed[8..].copy_from_slice(&index.to_le_bytes());
+    crc32c::crc32c_append(crc32c::crc32c(&seed), bytes)
+}
+
+/// Bytes of block `index` of a value of `len` bytes: [start, end).
+pub fn block_span(index: u64, len: u64) -> (u64, u64) {
+    let start = index * BLOCK;
+    (start, (start + BLOCK).min(len).max(start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_and_others_are_refused() {
+        let r = Record { id: 0x0102_0304_0506_0708, len: 40 << 20 };
+        assert_eq!(Record::from_bytes(&r.to_bytes()), Some(r));
+        let b = r.to_bytes();
+        assert_eq!(Record::from_bytes(&b[..16]), None, "short");
+        assert_eq!(Record::from_bytes(&[b.as_slice(), &[0]].concat()), None, "long");
+        assert_eq!(Record::from_bytes(&8u64.to_le_bytes()), None, "an earlier version's write id alone");
+        let mut bad = b;
+        bad[0] ^= 1;
+        assert_eq!(Record::from_bytes(&bad), None, "magic");
+        let mut bad = b;
+        bad[5] = 1;
+        assert_eq!(Record::from_bytes(&bad), None, "reserved bits");
+        let mut bad = b;
+        bad[23] = 0x80;
+        assert_eq!(Record::from_bytes(&bad), None, "length past DAOS's largest index");
+    }
+
+    #[test]
+    fn sums_depend_on_the_write_the_block_and_every_byte() {
+        let data = vec![7u8; BLOCK as usize];
+        let s = block_sum(1, 0, &data);
+        assert_eq!(s, block_sum(1, 0, &data));
+        assert_ne!(s, block_sum(2, 0, &data), "another write");
+        assert_ne!(s, block_sum(1, 1, &data), "another block");
+        let mut flipped = data.clone();
+        flipped[12345] ^= 0x10;
+        assert_ne!(s, block_sum(1, 0, &flipped));
+        assert_ne!(s, block_sum(1, 0, &data[..data.len() - 1]), "shorter");
+        assert_eq!(block_span(0, 100), (0, 100));
+        assert_eq!(block_span(1, 3 * BLOCK), (BLOCK, 2 * BLOCK));
+        assert_eq!(block_span(3, 3 * BLOCK + 5), (3 * BLOCK, 3 * BLOCK + 5));
+    }
+}

@@ -1,0 +1,155 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+// SPDX-License-Identifier: Apache-2.0
+//! The buffers every transfer goes through: DAOS only ever reads from and writes into these,
+//! never a caller's memory. A write's bytes are copied in before its RPC is sent, a read's are
+//! copied out only once they verified and while the caller still waits for them
+//! (`crate::attempt`); so whatever DAOS does after a request ended touches only the plugin's
+//! memory.
+//!
+//! Bounded: the buffers in use and the ones kept for reuse together stay within `cap` bytes
+//! (`stage_bytes`); an operation that finds no room waits in the lanes' queue until an earlier
+//! one gives its buffer back (one larger than the whole cap goes alone). A buffer goes back only
+//! when DAOS gives its operation back, never before: one DAOS still holds past its request's
+//! end keeps its buffer (and its share of the cap) until DAOS answers, and one leaked with its
+//! operation (an engine torn down under a dead server) is never reused.
+//!
+//! Kept buffers are reused as they are, not zeroed: a read's bytes are accepted only when they
+//! match the value's checksums (`crate::record`), and a write overwrites what it sends.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub struct StagePool {
+    cap: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Bytes of buffers handed out and not yet back.
+    in_use: usize,
+    kept: Vec<Vec<u8>>,
+    kept_bytes: usize,
+}
+
+impl StagePool {
+    pub fn new(cap: usize) -> Arc<StagePool> {
+        Arc::new(StagePool { cap: cap.max(1), state: Mutex::new(State::default()) })
+    }
+
+    /// A buffer of `len` bytes, or None while the buffers in use leave no room for it. A kept
+    /// buffer at least as large (and at most twice, so a small read does not pin a large
+    /// buffer) is reused; kept ones are freed to make room for a new one.
+    pub fn try_take(self: &Arc<Self>, len: usize) -> Option<Stage> {
+        let mut s = self.state.lock();
+        if s.in_use > 0 && s.in_use + len > self.cap {
+            return None;
+        }
+        s.in_use += len;
+        let pick = s.kept.iter().position(|b| b.len() >= len && b.len() / 2 <= len.max(1));
+        let buf = match pick {
+            Some(i) => {
+                let b = s.kept.swap_remove(i);
+                s.kept_bytes -= b.len();
+                b
+            }
+            None => {
+                while s.in_use + s.kept_bytes > self.cap {
+                    let Some(b) = s.kept.pop() else { break };
+                    s.kept_bytes -= b.len();
+                }
+                drop(s);
+                // Fresh pages: the kernel maps them zeroed on first touch.
+                vec![0u8; len]
+            }
+        };
+        Some(Stage { buf, len, pool: self.clone() })
+    }
+
+    fn give_back(&self, buf: Vec<u8>, len: usize) {
+        let mut s = self.state.lock();
+        s.in_use -= len;
+        if s.in_use + s.kept_bytes + buf.len() <= self.cap {
+            s.kept_bytes += buf.len();
+            s.kept.push(buf);
+        }
+    }
+
+    /// Bytes of buffers in use now (handed out, DAOS or a transfer holding them).
+    pub fn in_use(&self) -> usize {
+        self.state.lock().in_use
+    }
+
+    #[cfg(test)]
+    fn kept_bytes(&self) -> usize {
+        self.state.lock().kept_bytes
+    }
+}
+
+/// One staging buffer of `len` bytes, back in its pool when dropped. Its heap allocation never
+/// moves while it exists, so DAOS may hold pointers into it for as long as its operation owns it.
+pub struct Stage {
+    buf: Vec<u8>,
+    len: usize,
+    pool: Arc<StagePool>,
+}
+
+impl Stage {
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr()
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        self.pool.give_back(std::mem::take(&mut self.buf), self.len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_reused_and_small_takes_leave_large_buffers() {
+        let pool = StagePool::new(64 << 20);
+        let mut b = pool.try_take(1 << 20).unwrap();
+        let addr = b.as_mut_ptr() as usize;
+        drop(b);
+        assert_eq!((pool.in_use(), pool.kept_bytes()), (0, 1 << 20));
+        let mut b = pool.try_take(600 << 10).unwrap();
+        assert_eq!(b.as_mut_ptr() as usize, addr, "the kept buffer is reused");
+        assert_eq!(b.as_slice().len(), 600 << 10);
+        assert_eq!(pool.in_use(), 600 << 10);
+        drop(b);
+        let small = pool.try_take(4 << 10).unwrap();
+        assert_eq!(pool.kept_bytes(), 1 << 20, "the 1 MiB buffer stays for a large transfer");
+        drop(small);
+    }
+
+    #[test]
+    fn the_cap_bounds_buffers_in_use_and_kept() {
+        let pool = StagePool::new(16 << 20);
+        let held: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
+        assert!(pool.try_take(1).is_none(), "no room while 16 MiB are in use");
+        drop(held);
+        assert!(pool.in_use() == 0 && pool.kept_bytes() <= 16 << 20);
+        // Larger than the cap: goes alone, then waits for nothing.
+        let big = pool.try_take(64 << 20).unwrap();
+        assert!(pool.try_take(1).is_none());
+        drop(big);
+        assert!(pool.kept_bytes() <= 16 << 20, "{} kept", pool.kept_bytes());
+        let again: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
+        assert_eq!(pool.in_use(), 16 << 20);
+        drop(again);
+    }
+}

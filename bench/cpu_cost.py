@@ -379,7 +379,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", default="small,ref", help="comma list of small, ref")
     ap.add_argument("--ref-scale", type=float, default=0.25, help="keys of ref x this (0.25: 30 keys, 1.17 GiB)")
     ap.add_argument("--small-scale", type=float, default=1.0, help="keys of small x this")
-    ap.add_argument("--contenders", default="daos-fold,daos-nofold,posix", help="kv_bench contender names")
+    ap.add_argument("--contenders", default="daos-default,posix", help="kv_bench contender names")
     ap.add_argument("--reps", type=int, default=8, help="timed reps per cell and mode, at least; the median counts")
     ap.add_argument("--min-time", type=float, default=0.5, help="more reps until a cell's sum to this many seconds")
     ap.add_argument("--window", type=int, default=64)

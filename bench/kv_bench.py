@@ -10,11 +10,11 @@ Workloads (all sizes times --scale, except queryMem):
   lmcache  one descriptor per key, 8 MiB chunks, as many bytes as `ref`
   query    queryMem of 10,000 keys, half present, from 1 and from 16 threads
 
-Contenders: the DAOS plugin with its default fold policy (fold=auto), fold=true and fold=false,
-on daos-sim with no modeled cost (the plugin's and the simulator's own overhead), fold and nofold
-with a modeled network (+net; see NetModel in kv_net.py and the comment above it: a link below this machine's
-copy rate and a serialised per-RPC cost), or with --real on a real DAOS pool (real-default,
-real-fold, real-nofold: DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload, each
+Contenders: the DAOS plugin with its defaults on daos-sim with no modeled cost (the plugin's and
+the simulator's own overhead) and with a modeled network (+net; see NetModel in kv_net.py and
+the comment above it: a link below this machine's copy rate and a serialised per-RPC cost), or
+with --real on a real DAOS pool (real-default, and real-prev: the plugin built from an earlier
+commit by bench/prev.sh; DAOS_POOL through NIXL_DAOS_LIBDAOS, a container per workload, each
 workload in --passes passes over the contenders in a balanced order, the fastest rep counting,
 so that ratios compare contenders that met the engine in the same state); POSIX
 from the same wheel on /dev/shm, default and use_uring=true, one file per key; numpy copyto of
@@ -128,8 +128,8 @@ def parse_args(argv=None):
     ap.add_argument(
         "--contenders",
         default=None,
-        help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-fold, "
-        "daos-nofold, daos-fold-net, daos-nofold-net, real-default, real-fold, real-nofold, posix, "
+        help="comma list of groups (daos, real, posix, memcpy) or names (daos-default, daos-default-net, "
+        "real-default, real-prev, posix, "
         "posix-uring, posix-dfuse, posix-pil4dfs, real-cpp, real-dfs, memcpy-1t, memcpy-nt); default "
         "memcpy,daos,posix (--real: real, plus posix-dfuse when NIXL_DAOS_DFUSE_DIR is set); real-cpp is the "
         "reference C++ plugin at NIXL_DAOS_CPP_PLUGIN, real-dfs NIXL PR #2261's libdfs backend at "

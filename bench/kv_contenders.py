@@ -292,6 +292,21 @@ class DfsPluginContender(PeerPlugin):
         return f"k{dev}"
 
 
+class PrevPluginContender(PeerPlugin):
+    """This plugin as built from an earlier commit (`bash bench/prev.sh REV`), loaded beside the
+    current build as NIXL backend DAOSPREV (NIXL_DAOS_PREV_PLUGIN names the library), with its
+    defaults and a container of its own per workload: the side-by-side of a change to the data
+    path, pass by pass."""
+
+    backend, mem, env, short = "DAOSPREV", "OBJ", "NIXL_DAOS_PREV_PLUGIN", "prev"
+
+    def __init__(self, name: str):
+        super().__init__(name, {})
+
+    def new_container(self, label: str) -> None:
+        self.params = {"container": label, "create_container": "true"}
+
+
 class PosixContender(NixlContender):
     kind, backend, mem = "posix", "POSIX", "FILE"
 
@@ -385,15 +400,12 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
     if a.num_queues:
         daos_common["num_queues"] = str(a.num_queues)
     table = {
-        # the plugin's default policy (fold=auto at its default rpc_target_bytes)
+        # the plugin with its defaults
         "daos-default": lambda: DaosContender("daos default", dict(daos_common), sim, None),
-        "daos-fold": lambda: DaosContender("daos fold", {**daos_common, "fold": "true"}, sim, None),
-        "daos-nofold": lambda: DaosContender("daos nofold", {**daos_common, "fold": "false"}, sim, None),
-        "daos-fold-net": lambda: DaosContender("daos fold +net", {**daos_common, "fold": "true"}, sim, net),
-        "daos-nofold-net": lambda: DaosContender("daos nofold +net", {**daos_common, "fold": "false"}, sim, net),
+        "daos-default-net": lambda: DaosContender("daos default +net", dict(daos_common), sim, net),
         "real-default": lambda: RealDaosContender("real default", dict(daos_common)),
-        "real-fold": lambda: RealDaosContender("real fold", {**daos_common, "fold": "true"}),
-        "real-nofold": lambda: RealDaosContender("real nofold", {**daos_common, "fold": "false"}),
+        # The plugin built from an earlier commit (bench/prev.sh), on the same pool.
+        "real-prev": lambda: PrevPluginContender("real prev"),
         # The reference C++ plugin on the same pool (bench/reference.sh builds it from its source).
         "real-cpp": lambda: CppPluginContender("real cpp"),
         # The libdfs backend of NIXL PR #2261 on the same pool (bench/reference.sh dfs builds it).
@@ -411,8 +423,8 @@ def build_contenders(a, sim, shm: Path, cores: int, net: NetModel | None = None)
         "memcpy-nt": lambda: MemcpyContender(f"memcpy {cores}T", cores),
     }
     groups = {
-        "daos": ["daos-default", "daos-fold", "daos-nofold", "daos-fold-net", "daos-nofold-net"],
-        "real": ["real-default", "real-fold", "real-nofold"],
+        "daos": ["daos-default", "daos-default-net"],
+        "real": ["real-default"],
         "posix": ["posix", "posix-uring"],
         "memcpy": ["memcpy-1t", "memcpy-nt"],
     }

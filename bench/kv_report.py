@@ -18,18 +18,16 @@ XFER_OPS = ("write", "overwrite", "read")
 # with one thread per core, "posix" the best POSIX contender of the same workload and op, and
 # any other name that contender's row of the same workload and op.
 RATIO_TARGETS = [
-    ("ref read >= 0.7x per-core memcpy", "ref", "read", "daos fold", "memcpy-nt", 0.7),
-    ("ref read >= 2x best POSIX", "ref", "read", "daos fold", "posix", 2.0),
-    ("ref overwrite >= 0.7x per-core memcpy", "ref", "overwrite", "daos fold", "memcpy-nt", 0.7),
-    ("ref overwrite >= 2x best POSIX", "ref", "overwrite", "daos fold", "posix", 2.0),
-    ("small read >= 0.5x per-core memcpy", "small", "read", "daos fold", "memcpy-nt", 0.5),
-    ("small read >= 2x best POSIX", "small", "read", "daos fold", "posix", 2.0),
-    ("small overwrite >= 0.5x per-core memcpy", "small", "overwrite", "daos fold", "memcpy-nt", 0.5),
-    ("small overwrite >= 2x best POSIX", "small", "overwrite", "daos fold", "posix", 2.0),
-    ("+net ref read: fold >= 2.4x nofold", "ref", "read", "daos fold +net", "daos nofold +net", 2.4),
-    ("+net small read: fold >= 10x nofold", "small", "read", "daos fold +net", "daos nofold +net", 10.0),
+    ("ref read >= 0.7x per-core memcpy", "ref", "read", "daos default", "memcpy-nt", 0.7),
+    ("ref read >= 2x best POSIX", "ref", "read", "daos default", "posix", 2.0),
+    ("ref overwrite >= 0.7x per-core memcpy", "ref", "overwrite", "daos default", "memcpy-nt", 0.7),
+    ("ref overwrite >= 2x best POSIX", "ref", "overwrite", "daos default", "posix", 2.0),
+    ("small read >= 0.5x per-core memcpy", "small", "read", "daos default", "memcpy-nt", 0.5),
+    ("small read >= 2x best POSIX", "small", "read", "daos default", "posix", 2.0),
+    ("small overwrite >= 0.5x per-core memcpy", "small", "overwrite", "daos default", "memcpy-nt", 0.5),
+    ("small overwrite >= 2x best POSIX", "small", "overwrite", "daos default", "posix", 2.0),
 ]
-FOLD_CONTENDERS = ("daos fold", "daos fold +net")
+FOLD_CONTENDERS = ("daos default", "daos default +net")
 
 
 def _fmt(x, spec: str) -> str:

@@ -40,7 +40,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         prog="python -m bench.profile_run", description=__doc__.splitlines()[0], allow_abbrev=False
     )
-    ap.add_argument("--contender", default="daos-fold")
+    ap.add_argument("--contender", default="daos-default")
     ap.add_argument(
         "--real",
         action="store_true",

@@ -16,7 +16,8 @@ daoskit.prepare_environment()
 sim = daoskit.Sim()
 size = 64 * 1024
 
-# Release in flight: waits for DAOS, then the buffer is the caller's again.
+# Release in flight: returns at once, the buffer is the caller's again, and DAOS's answers
+# land in the plugin's staging buffers (freed as DAOS gives them back).
 d = daoskit.DaosAgent(params={"timeout_ms": 20000, "num_queues": 2})
 data = pattern(size, 1)
 dev = d.put(unique_key("vg"), data)
@@ -25,9 +26,11 @@ buf = np.zeros(size, np.uint8)
 d.reg_dram(buf)
 h, _ = d.post("READ", [(addr(buf), size, 0)], [(0, size, dev)])
 d.release(h)
-assert bytes(buf) == bytes(data), "release returned before the fetch completed"
+buf[:] = 0x5A
 h, _ = d.post("WRITE", [(addr(buf), size, 0)], [(0, size, dev)])
 d.release(h)
+time.sleep(0.3)
+assert not np.count_nonzero(buf != 0x5A), "a released READ wrote its buffer"
 sim.control("latency 0")
 
 # A prepped OBJ list outliving its registration fails cleanly.
@@ -45,7 +48,7 @@ gc.collect()
 
 # queryMem past its deadline, then resume: the engine reaps the abandoned queries.
 # create_backend shares timeout_ms with daos_init, which under valgrind alone takes more than
-# 300 ms; the queries get 2 s, the hung read 300 ms (and as long again while DAOS holds it).
+# 300 ms; the queries get 2 s, the hung read 300 ms.
 q = daoskit.DaosAgent(params={"timeout_ms": 2000, "read_timeout_ms": 300})
 sim.control("hang")
 try:
@@ -55,7 +58,7 @@ except nixl_errors():
 sim.control("resume")
 time.sleep(1.0)
 
-# A hung request, then the agent goes (release refuses past the deadline, destroy is bounded).
+# A hung request, then the agent goes (release returns at once, destroy is bounded).
 dev = q.put(unique_key("hung"), data)
 hb = np.zeros(size, np.uint8)
 q.reg_dram(hb)

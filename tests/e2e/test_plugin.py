@@ -45,7 +45,13 @@ def test_plugin_listed_with_parameters_and_memory_types():
 
 
 def test_create_backend_with_explicit_parameters(make_agent):
-    params = {"pool": SIM_POOL, "container": SIM_CONT, "timeout_ms": "2000", "num_queues": "2", "stage_bytes": "16777216"}
+    params = {
+        "pool": SIM_POOL,
+        "container": SIM_CONT,
+        "timeout_ms": "2000",
+        "num_queues": "2",
+        "stage_bytes": "16777216",
+    }
     d = make_agent(params)
     assert sorted(d.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
     echoed = d.agent.get_backend_params(BACKEND)

@@ -146,11 +146,15 @@ def test_a_late_write_never_lands_the_refill_for_another_process(local_daos):
     local_daos.ensure()
     key = daoskit.unique_key("late-write")
     reader = subprocess.Popen(
-        [sys.executable, str(LATE_WRITE_SCRIPT), "reader", key, "8"], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(LATE_WRITE_SCRIPT), "reader", key, "8"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,  # a log line per miss
+        text=True,
     )
     time.sleep(0.5)
     w = consumer(LATE_WRITE_SCRIPT, "writer", local_daos.engine_pid(), key, timeout=60)
-    out, _ = reader.communicate(timeout=60)
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0 and out.strip(), f"the reader exited {reader.returncode}: {err[-3000:]}"
     r = json.loads(out.strip().splitlines()[-1])
     print(f"  writer {w}; reader {r}")
     assert w["outcome"] == "ERR" and w["failed_s"] <= 1.5, w

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import daoskit
 from nixl_cu12._bindings import nixlBackendError
 
+import daoskit
 from daoskit import addr, assert_same, nixl_errors, pattern, unique_key
 
 KiB, MiB = 1 << 10, 1 << 20

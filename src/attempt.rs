@@ -210,28 +210,27 @@ impl Attempt {
         }
     }
 
-    /// Records the outcome of one fold of a read of `key`: `result` is the write it read
-    /// (verified). Unless the request has ended or another fold of `key` read another write,
-    /// `deliver` (the copy into the caller's buffers) runs, under the lock.
-    pub fn complete_read(&self, key: ObjectKey, result: Result<u64, Error>, deliver: impl FnOnce()) {
+    /// Records the outcome of one fold of a read of `key`. Unless the request has ended or
+    /// failed, `verify_deliver` runs under the lock: given the write another fold of `key` read
+    /// (if any), it checks what this fold read and copies it into the caller's buffers, and
+    /// returns the write it read, or the miss.
+    pub fn complete_read(&self, key: ObjectKey, verify_deliver: impl FnOnce(Option<u64>) -> Result<u64, Error>) {
         let mut s = self.lock();
-        match result {
-            Ok(_) if s.cancelled || s.reported.is_some() || s.failed => {}
-            Ok(id) => match s.writes.get(&key) {
-                Some(&seen) if seen != id => {
-                    let e = Error::Unverified {
-                        key: key.display(),
-                        why: "it was rewritten while it was read (its chunks hold different writes)",
-                    };
-                    Self::fail(&mut s, e);
-                }
-                _ => {
+        if !(s.cancelled || s.reported.is_some() || s.failed) {
+            match verify_deliver(s.writes.get(&key).copied()) {
+                Ok(id) => {
                     s.writes.insert(key, id);
-                    deliver();
                 }
-            },
-            Err(e) => Self::fail(&mut s, e),
+                Err(e) => Self::fail(&mut s, e),
+            }
         }
+        s.remaining -= 1;
+    }
+
+    /// Records a fold of a read that failed before anything could be checked (DAOS's error).
+    pub fn fail_read(&self, e: Error) {
+        let mut s = self.lock();
+        Self::fail(&mut s, e);
         s.remaining -= 1;
     }
 
@@ -363,7 +362,7 @@ mod tests {
         assert!(!a.busy() && a.retire(), "ended: a repost may go, DAOS answers into its own buffers");
         // The late answer is not delivered.
         a.leave_daos();
-        a.complete_read(key("k"), Ok(1), || panic!("delivered after the request ended"));
+        a.complete_read(key("k"), |_| panic!("delivered after the request ended"));
         a.skip();
         assert_eq!(a.status().unwrap(), Status::Backend);
     }
@@ -375,17 +374,31 @@ mod tests {
         a.cancel();
         assert!(!a.begin_launch(|| panic!("not staged")), "a released attempt launches nothing more");
         a.leave_daos();
-        a.complete_read(key("k"), Ok(1), || panic!("delivered after release"));
+        a.complete_read(key("k"), |_| panic!("delivered after release"));
     }
 
     #[test]
     fn a_read_agrees_on_one_write_per_key() {
         let a = Attempt::new(3, Duration::from_secs(10), None);
-        let mut delivered = 0;
-        a.complete_read(key("k"), Ok(7), || delivered += 1);
-        a.complete_read(key("other"), Ok(8), || delivered += 1);
-        a.complete_read(key("k"), Ok(9), || delivered += 1);
-        assert_eq!(delivered, 2);
+        let mut seen = Vec::new();
+        a.complete_read(key("k"), |expect| {
+            seen.push(expect);
+            Ok(7)
+        });
+        a.complete_read(key("other"), |expect| {
+            seen.push(expect);
+            Ok(8)
+        });
+        a.complete_read(key("k"), |expect| {
+            seen.push(expect);
+            match expect {
+                Some(id) if id != 9 => {
+                    Err(Error::Unverified { key: "k".into(), why: "it was rewritten while it was read" })
+                }
+                _ => Ok(9),
+            }
+        });
+        assert_eq!(seen, vec![None, None, Some(7)], "each fold is told the write its key's other folds read");
         match a.status() {
             Err(Error::Unverified { key, why }) => assert!(key == "k" && why.contains("rewritten"), "{why}"),
             other => panic!("{other:?}"),

@@ -627,15 +627,24 @@ impl Engine {
         Ok(())
     }
 
-    /// Length of each key, None where it has no value (`queryMem`): one fetch of its record
-    /// (`crate::record`, on the key's first dkey) per key, which names the whole value's length
-    /// in any layout. Up to max_inflight fetches run at once, driven by the calling thread; the
-    /// lanes only reap the ones it gives up on.
+    /// Length of each key, None where it has no value (`queryMem`): from its record
+    /// (`crate::record`), which names the whole value's length in any layout. One fetch of the
+    /// key's first dkey per key; a value of several chunks then has the records of its other
+    /// chunks fetched too (one round for all keys of the call), and is present only when every
+    /// chunk names the write its first one names: a write that landed in part (its writer
+    /// killed between two chunks) is absent, as a read of it would be a miss. Up to
+    /// max_inflight fetches run at once, driven by the calling thread; the lanes only reap the
+    /// ones it gives up on.
     ///
     /// A key holding `\0nixl-daos.` (the chunks' dkeys, refused at registerMem) is answered None
     /// without a fetch, with a warning: no caller's key can be there.
     pub fn query_sizes(&self, keys: &[ObjectKey]) -> Result<Vec<Option<u64>>> {
         let bound = Bound::from_now(self.cfg.timeout_ms);
+        let ask = |dkeys: &[ObjectKey]| {
+            query::query_records(self.lib, self.object(), dkeys, self.cfg.max_inflight, bound, |left| {
+                self.lanes.adopt_queries(left)
+            })
+        };
         let asked: Vec<usize> = (0..keys.len())
             .filter(|&i| match keys[i].check_reserved() {
                 Ok(()) => true,
@@ -646,12 +655,28 @@ impl Engine {
             })
             .collect();
         let plain: Vec<ObjectKey> = asked.iter().map(|&i| keys[i].clone()).collect();
-        let got = query::query_sizes(self.lib, self.object(), &plain, self.cfg.max_inflight, bound, |left| {
-            self.lanes.adopt_queries(left)
-        })?;
+        let mut records = ask(&plain)?;
+        let Layout { chunk, names, .. } = self.layout();
+        if chunk > 0 {
+            let later: Vec<(usize, ObjectKey)> = records
+                .iter()
+                .enumerate()
+                .filter_map(|(n, r)| r.filter(|r| r.len > chunk).map(|r| (n, r.len.div_ceil(chunk))))
+                .flat_map(|(n, chunks)| (1..chunks).map(move |c| (n, c)))
+                .map(|(n, c)| (n, plain[n].chunk(c, names)))
+                .collect();
+            if !later.is_empty() {
+                let dkeys: Vec<ObjectKey> = later.iter().map(|(_, d)| d.clone()).collect();
+                for ((n, _), got) in later.iter().zip(ask(&dkeys)?) {
+                    if got.map(|g| g.id) != records[*n].map(|r| r.id) {
+                        records[*n] = None;
+                    }
+                }
+            }
+        }
         let mut sizes = vec![None; keys.len()];
-        for (&i, s) in asked.iter().zip(got) {
-            sizes[i] = s;
+        for (&i, r) in asked.iter().zip(records) {
+            sizes[i] = r.map(|r| r.len);
         }
         Ok(sizes)
     }

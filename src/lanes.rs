@@ -123,14 +123,11 @@ impl Op {
             }
             return;
         }
-        let result = self.io.verify().map(|r| r.id);
-        if let Err(e) = &result {
-            tracing::debug!("read not served: {e}");
-        }
         if let Some(a) = &self.attempt {
-            // SAFETY: run only for a verified fetch of a request still live, under the
-            // attempt's lock (complete_read), so the caller's buffers are still theirs to write.
-            a.complete_read(self.io.key().base(), result, || unsafe { self.io.deliver() });
+            // SAFETY: `complete_read` runs this only while the request is live (not ended,
+            // released or failed), under the attempt's lock, so the caller's buffers are still
+            // the transfer's to write. A late answer is dropped unchecked.
+            a.complete_read(self.io.key().base(), |expect| unsafe { self.io.verify_deliver(expect) }.map(|r| r.id));
         }
     }
 
@@ -139,7 +136,7 @@ impl Op {
         if let Some(a) = &self.attempt {
             match self.io.kind {
                 IoKind::Update => a.complete(Err(e)),
-                IoKind::Fetch | IoKind::Record => a.complete_read(self.io.key().base(), Err(e), || {}),
+                IoKind::Fetch | IoKind::Record => a.fail_read(e),
             }
         }
     }

@@ -1280,10 +1280,16 @@ fn a_chunked_write_failed_in_part_never_reads_back_mixed() {
         let r = engine(&cont, &[("evict", "false")]);
         let kr = reg(&r, "K");
         let mut out = vec![0u8; 128 * KIB];
+        // queryMem agrees with the read: present (whole) exactly when the read succeeds.
+        let size = r.query_sizes(&[ObjectKey::from_registration(b"K", 0)]).unwrap()[0];
         match run(&r, &prep_read(&r, &mut [(&mut out, 0, &kr)]), Duration::from_secs(10)) {
-            Ok(()) => assert!(out == old || out == new, "iteration {it}: a successful read mixed two writes"),
+            Ok(()) => {
+                assert!(out == old || out == new, "iteration {it}: a successful read mixed two writes");
+                assert_eq!(size, Some(128 * KIB as u64), "iteration {it}");
+            }
             Err(err) => {
                 assert!(matches!(err, Error::NoSuchKey { .. } | Error::Unverified { .. }), "iteration {it}: {err}");
+                assert_eq!(size, None, "iteration {it}: queryMem reports a key whose read is a miss");
                 missing += 1;
             }
         }

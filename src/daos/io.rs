@@ -182,7 +182,9 @@ impl IoDesc {
 
     /// An update: copies the caller's bytes into the staging buffer and checksums the blocks
     /// they cover whole (up to the value's end); other blocks get no checksum, so a read of
-    /// them does not verify.
+    /// them does not verify. The copy runs in offset order, a block at a time, and each block
+    /// is checksummed as soon as its bytes are in, while they are still in the cache (where
+    /// descriptors overlap, all are copied first, in descriptor order, so the later one wins).
     ///
     /// # Safety
     /// The caller's ranges are valid for reads: their request is live (`Attempt::begin_launch`
@@ -190,17 +192,9 @@ impl IoDesc {
     pub unsafe fn stage_in(&mut self) {
         let Some(stage) = self.stage.as_mut() else { return };
         let buf = stage.as_mut_slice();
-        for e in &self.extents {
-            let r = run_of(&self.runs, e.offset, e.len);
-            let at = r.at + (e.offset - r.offset) as usize;
-            // SAFETY: the caller's range is readable (this function's contract); the staging
-            // buffer holds `e.len` bytes from `at` (the run covers the extent), and the two are
-            // distinct allocations.
-            unsafe { std::ptr::copy_nonoverlapping(e.addr as *const u8, buf[at..].as_mut_ptr(), e.len as usize) };
-        }
         let Record { id, len } = self.record;
-        self.sum_recxs.clear();
-        self.sums.clear();
+        // The blocks to checksum, in offset order: (index, start, stop, where in the buffer).
+        let mut blocks: Vec<(u64, u64, u64, usize)> = Vec::new();
         for r in &self.runs {
             let end = r.offset + r.len;
             let mut b = r.offset.div_ceil(BLOCK);
@@ -209,42 +203,101 @@ impl IoDesc {
                 if stop > end {
                     break;
                 }
-                let at = r.at + (start - r.offset) as usize;
-                self.sums.push(block_sum(id, b, &buf[at..at + (stop - start) as usize]));
-                match self.sum_recxs.last_mut() {
-                    Some(x) if x.rx_idx + x.rx_nr == b => x.rx_nr += 1,
-                    _ => self.sum_recxs.push(daos_recx_t { rx_idx: b, rx_nr: 1 }),
-                }
+                blocks.push((b, start, stop, r.at + (start - r.offset) as usize));
                 b += 1;
+            }
+        }
+        self.sums.clear();
+        self.sum_recxs.clear();
+        let mut order: Vec<&Extent> = self.extents.iter().collect();
+        order.sort_by_key(|e| e.offset);
+        let overlap = order.windows(2).any(|w| w[0].offset + w[0].len > w[1].offset);
+        let copy = |buf: &mut [u8], e: &Extent, from: u64, n: u64| {
+            let r = run_of(&self.runs, e.offset + from, n);
+            let at = r.at + (e.offset + from - r.offset) as usize;
+            // SAFETY: the caller's range is readable (this function's contract) and holds
+            // `e.len` bytes; the staging buffer holds `n` bytes from `at` (the run covers the
+            // extent), and the two are distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping((e.addr + from) as *const u8, buf[at..].as_mut_ptr(), n as usize) };
+        };
+        let mut next = 0usize;
+        let mut sum_through = |buf: &[u8], upto: u64, sums: &mut Vec<u32>| {
+            while let Some(&(b, start, stop, at)) = blocks.get(next).filter(|blk| blk.2 <= upto) {
+                sums.push(block_sum(id, b, &buf[at..at + (stop - start) as usize]));
+                next += 1;
+            }
+        };
+        if overlap {
+            for e in &self.extents {
+                copy(buf, e, 0, e.len);
+            }
+            sum_through(buf, u64::MAX, &mut self.sums);
+        } else {
+            for e in order {
+                let mut done = 0;
+                while done < e.len {
+                    // Up to the next block boundary of the object.
+                    let at = e.offset + done;
+                    let n = (e.len - done).min(BLOCK - at % BLOCK);
+                    copy(buf, e, done, n);
+                    done += n;
+                    sum_through(buf, at + n, &mut self.sums);
+                }
+            }
+        }
+        for &(b, ..) in &blocks[..next] {
+            match self.sum_recxs.last_mut() {
+                Some(x) if x.rx_idx + x.rx_nr == b => x.rx_nr += 1,
+                _ => self.sum_recxs.push(daos_recx_t { rx_idx: b, rx_nr: 1 }),
             }
         }
     }
 
-    /// After a successful fetch: the record it read, once the bytes every extent asked for are
-    /// all within the value and every block fetched verifies against it. Otherwise the read is
-    /// a miss: no record (never written, or by a version without records), a value shorter
-    /// than asked, or bytes that are not the recorded write's (corrupted, or another write's).
-    pub fn verify(&self) -> Result<Record, Error> {
+    /// After a successful fetch of a record (`IoKind::Record`, or any fetch): the record DAOS
+    /// returned, or why there is none this version reads: a miss.
+    pub fn record_read(&self) -> Result<Record, Error> {
         let key = || self.dkey.display();
-        let rec_iod = &self.iods[self.niods as usize - 1];
-        let record = match rec_iod.iod_size {
-            0 => return Err(Error::NoSuchKey { key: key() }),
-            n if n as usize != RECORD_BYTES => {
-                return Err(Error::Unverified { key: key(), why: "its record is not one this version writes" })
-            }
-            _ => Record::from_bytes(&self.rec_buf)
-                .ok_or_else(|| Error::Unverified { key: key(), why: "its record is not one this version writes" })?,
-        };
-        if self.kind != IoKind::Fetch {
-            return Ok(record);
+        let not_ours = || Error::Unverified { key: key(), why: "its record is not one this version writes" };
+        match self.iods[self.niods as usize - 1].iod_size {
+            0 => Err(Error::NoSuchKey { key: key() }),
+            n if n as usize != RECORD_BYTES => Err(not_ours()),
+            _ => Record::from_bytes(&self.rec_buf).ok_or_else(not_ours),
         }
+    }
+
+    /// After a successful fetch: checks what it read and copies it into the caller's buffers,
+    /// block by block, each as soon as it verified (while it is still in the cache). Returns the
+    /// record once every range asked for lies within the value, `expect` (the write another
+    /// dkey of the key named, if any) is the record's, and every block verifies; otherwise the
+    /// read is a miss: no record (never written, or by a version without records), a value
+    /// shorter than asked, a key rewritten between its dkeys, or bytes that are not the
+    /// recorded write's (corrupted, or another write's). On a miss the blocks before the bad
+    /// one may have been copied already (what a failed read leaves in its buffer is undefined).
+    ///
+    /// # Safety
+    /// The caller's buffers are still theirs to write: the request is live
+    /// (`Attempt::complete_read` runs this under its lock).
+    pub unsafe fn verify_deliver(&self, expect: Option<u64>) -> Result<Record, Error> {
+        let key = || self.dkey.display();
+        let record = self.record_read()?;
         if let Some(e) = self.extents.iter().find(|e| e.offset + e.len > record.len) {
             return Err(Error::ShortRead { key: key(), want: e.offset + e.len, got: record.len });
+        }
+        if expect.is_some_and(|id| id != record.id) {
+            return Err(Error::Unverified {
+                key: key(),
+                why: "it was rewritten while it was read (its chunks hold different writes)",
+            });
+        }
+        if self.kind != IoKind::Fetch {
+            return Ok(record);
         }
         let buf = self.stage.as_ref().map_or(&[][..], |s| s.as_slice());
         // Bytes DAOS wrote into the buffer: it trims a fetch's tail holes only.
         let fetched = if self.iods[0].iod_size == 0 { 0 } else { self.data_iov.iov_len.min(buf.len()) };
-        let mut sum = 0usize;
+        let mut order: Vec<&Extent> = self.extents.iter().collect();
+        order.sort_by_key(|e| e.offset);
+        let (mut first, mut sum) = (0usize, 0usize);
         for (x, r) in self.sum_recxs.iter().zip(&self.runs) {
             for b in x.rx_idx..x.rx_idx + x.rx_nr {
                 let want = self.sums[sum];
@@ -267,27 +320,34 @@ impl IoDesc {
                         why: "its bytes do not match their checksums (another write's, or corrupted)",
                     });
                 }
+                // The parts of the asked ranges in this block (those before `first` end before it).
+                while first < order.len() && order[first].offset + order[first].len <= start {
+                    first += 1;
+                }
+                for e in &order[first..] {
+                    if e.offset >= stop {
+                        break;
+                    }
+                    let (lo, hi) = (e.offset.max(start), (e.offset + e.len).min(stop));
+                    if lo >= hi {
+                        continue;
+                    }
+                    let from = r.at + (lo - r.offset) as usize;
+                    // SAFETY: `e.addr..+e.len` is a caller's range of this live transfer (valid
+                    // for writes by this function's contract) and [lo, hi) lies within it; the
+                    // staging buffer holds those bytes from `from` (the run covers the block); the
+                    // two never overlap.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            buf[from..].as_ptr(),
+                            (e.addr + (lo - e.offset)) as *mut u8,
+                            (hi - lo) as usize,
+                        )
+                    };
+                }
             }
         }
         Ok(record)
-    }
-
-    /// Copies a verified fetch's bytes into the caller's buffers.
-    ///
-    /// # Safety
-    /// The fetch verified, and the caller's buffers are still theirs to write (the request is
-    /// live: `Attempt::complete` runs this under its lock).
-    pub unsafe fn deliver(&self) {
-        let Some(stage) = &self.stage else { return };
-        let buf = stage.as_slice();
-        for e in &self.extents {
-            let r = run_of(&self.runs, e.offset, e.len);
-            let at = r.at + (e.offset - r.offset) as usize;
-            // SAFETY: `e.addr..+len` is a caller's range of this live transfer (valid for writes
-            // by this function's contract), and the staging buffer holds `len` bytes from `at`;
-            // the two never overlap.
-            unsafe { std::ptr::copy_nonoverlapping(buf[at..].as_ptr(), e.addr as *mut u8, e.len as usize) };
-        }
     }
 
     /// The dkey this I/O addresses.

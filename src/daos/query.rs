@@ -13,6 +13,7 @@ use super::io::IoDesc;
 use super::{daos_event_t, rc_is_nonexistent, Bound, Library, Object};
 use crate::error::Error;
 use crate::key::ObjectKey;
+use crate::record::Record;
 
 /// Longest single `daos_event_test` wait of a record fetch.
 const TEST_SLICE: Duration = Duration::from_millis(1);
@@ -29,13 +30,13 @@ impl SizeQuery {
         Error::Daos { call: "daos_obj_fetch", rc, name: lib.errstr(rc) }
     }
 
-    /// What a completed record fetch says: the key's length, or None when it has no record
-    /// this version reads (never written, punched, or written by a version without records):
-    /// such a key is a miss for reads too. `DER_NONEXIST` is absent as well.
-    fn result(&self, lib: &Library, rc: i32) -> Result<Option<u64>, Error> {
+    /// What a completed record fetch says: the dkey's record, or None when it has none this
+    /// version reads (never written, punched, or written by a version without records): such a
+    /// key is a miss for reads too. `DER_NONEXIST` is absent as well.
+    fn result(&self, lib: &Library, rc: i32) -> Result<Option<Record>, Error> {
         match rc {
-            0 => match self.io.verify() {
-                Ok(r) => Ok(Some(r.len)),
+            0 => match self.io.record_read() {
+                Ok(r) => Ok(Some(r)),
                 Err(Error::NoSuchKey { .. }) => Ok(None),
                 Err(e) => {
                     tracing::debug!("queryMem: {e}");
@@ -74,20 +75,20 @@ impl Abandoned {
     }
 }
 
-/// Lengths of `keys` (None: absent), fetched from the calling thread: up to `window` fetches in
+/// Records of dkeys `keys` (None: absent), fetched from the calling thread: up to `window` fetches in
 /// flight at once on events outside any queue, progressed with `daos_event_test` here.
 /// queryMem is synchronous for its caller anyway, and driving progress in the caller spares a
 /// hand-off to a lane thread and back per key (LMCache calls it from 16 threads at once).
 /// Queries still inside DAOS when it gives up (at the deadline, or on an error of DAOS's event
 /// calls) go to `abandon`, which must keep them until DAOS completes them.
-pub fn query_sizes(
+pub fn query_records(
     lib: &'static Library,
     obj: &Object,
     keys: &[ObjectKey],
     window: usize,
     bound: Bound,
     abandon: impl FnOnce(Vec<Abandoned>),
-) -> Result<Vec<Option<u64>>, Error> {
+) -> Result<Vec<Option<Record>>, Error> {
     let mut inflight: VecDeque<(usize, *mut SizeQuery)> = VecDeque::new();
     let result = drive(lib, obj, keys, window, bound, &mut inflight);
     if !inflight.is_empty() {
@@ -103,7 +104,7 @@ fn drive(
     window: usize,
     bound: Bound,
     inflight: &mut VecDeque<(usize, *mut SizeQuery)>,
-) -> Result<Vec<Option<u64>>, Error> {
+) -> Result<Vec<Option<Record>>, Error> {
     let deadline = bound.deadline;
     let mut sizes = vec![None; keys.len()];
     let mut first_err: Option<Error> = None;
@@ -150,7 +151,7 @@ fn drive(
             // SAFETY: initialised, and no longer running (reaped).
             unsafe { lib.fini_event(&mut q.ev) };
             match q.result(lib, rc) {
-                Ok(size) => sizes[index] = size,
+                Ok(rec) => sizes[index] = rec,
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }

@@ -60,7 +60,7 @@ fn round_trip(src: &mut Layout, dst: &mut Layout, tag: &str) {
     let per_block = if src.is_fully_contiguous() { 1 } else { NUM_LAYERS * OUTER_DIM };
     assert_eq!(put.descriptors, BATCH * per_block);
     if let (Some(s), Some(u0)) = (&sim, updates) {
-        // Each 4 MiB object is one DAOS update however many descriptors it came in (fold=auto).
+        // Each 4 MiB object is one DAOS update however many descriptors it came in (one chunk).
         assert_eq!(s.counter("update") - u0, BATCH as u64, "one DAOS update RPC per block");
     }
     // Onboard into other blocks of another layout, in another order.

@@ -4,7 +4,7 @@
 `python -m`, e.g.
 
     .venv/bin/python -m bench.kv_bench --scale 0.1
-    .venv/bin/python -m bench.fold_policy --rounds 1 --layouts 4k
+    .venv/bin/python -m bench.cpu_cost --no-perf --workloads small
 
 Its modules import each other as `bench.<module>`, and the e2e tests' helper module as
 `tests.e2e.daoskit` (tests/ and tests/e2e have no __init__.py: namespace packages, found on the

@@ -19,7 +19,10 @@ import uuid
 import numpy as np
 
 from bench import real_pool
-from tests.e2e import daoskit
+from bench.testbed import use_real_pool
+
+use_real_pool()  # before daoskit reads NIXL_DAOS_TESTBED at its import
+from tests.e2e import daoskit  # noqa: E402
 
 PROPS = {"none": "", "cksum": "cksum:crc32,srv_cksum:on"}
 

@@ -1,12 +1,12 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
-"""CPU cost per NIXL request and per descriptor: the DAOS plugin on daos-sim (fold=true and
-fold=false) against NIXL POSIX on /dev/shm, through kv_bench's harness and contenders, and where
+"""CPU cost per NIXL request and per descriptor: the DAOS plugin on daos-sim (its defaults: one
+RPC per dkey) against NIXL POSIX on /dev/shm, through kv_bench's harness and contenders, and where
 the DAOS contenders' CPU goes (the plugin, daos-sim's copies, the rest of daos-sim, NIXL agent +
 Python, the kernel).
 
     .venv/bin/python -m bench.cpu_cost [--workloads small,ref] [--ref-scale 0.25] [--reps 8]
-                                       [--no-perf] [--contenders daos-fold,daos-nofold,posix]
+                                       [--no-perf] [--contenders daos-default,posix]
 
 (from the repository root; the table's header gives the machine's load, bench/machine_load.py)
 
@@ -22,10 +22,10 @@ than cores) set the wall time, and only the CPU figures compare across contender
 drift of this shared machine hits both alike): "copy" as usual, and "nocopy" under daos-sim's
 `copy off` control (update and fetch do all their work, extents, iovs and counters included, but
 move no data byte). copy - nocopy is the copy model's CPU; nocopy is everything else. That
-holds where the copy does not change how the threads run: with fold=false and 4 KiB (one RPC
-per descriptor) an RPC without its copy completes at once, the lanes park and are woken per
-RPC, and nocopy can cost more than copy (a negative copy figure): there, read the perf split
-of the copy cell instead. Reads with
+holds where the copy does not change how the threads run: where an RPC without its copy
+completes at once (many small RPCs), the lanes park and are woken per RPC, and nocopy can cost
+more than copy (a negative copy figure): there, read the perf split of the copy cell instead.
+Reads with
 copies on are verified in full (poisoned destination); reads with copies off are NOT verified
 (the buffer is left as it was by design); their RPC and byte counters are still checked.
 
@@ -207,8 +207,11 @@ class Runner:
         if before is not None:
             after = c.rpc_counts()
             moved = "bytes_read" if op == "read" else "bytes_written"
-            if after[moved] - before[moved] != w.nbytes:
-                raise RuntimeError(f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes")
+            want = c.moved_bytes(w, op == "read")
+            if after[moved] - before[moved] != want:
+                raise RuntimeError(
+                    f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes, expected {want}"
+                )
         if verify:
             bad = self.bufs.first_mismatch(w.nbytes)
             if bad is not None:
@@ -347,21 +350,21 @@ def report(cells: list[Cell], refs, perf: bool, load: dict) -> None:
             f"{backend:14.1f} {plugin:13.2f} {plugin / x.workload.layers:14.3f}"
         )
     for wname in ("small", "ref"):
-        fold = by.get(("daos fold", wname, "read", "copy"))
+        d = by.get(("daos default", wname, "read", "copy"))
         mem = [r for r in refs if r[0].startswith("memcpy") and r[0] != "memcpy 1T" and r[1].name == wname]
-        if not (fold and mem):
+        if not (d and mem):
             continue
         _, w, mgbps, mcpu, mbusy, mwait = mem[0]
-        y = by.get(("daos fold", wname, "read", "nocopy"))
+        y = by.get(("daos default", wname, "read", "nocopy"))
         # Wall-clock ratios on a shared machine compare how much CPU each run got; CPU per byte
-        # does not: with every core busy for both, the ratio is memcpy's CPU per byte / fold's.
+        # does not: with every core busy for both, the ratio is memcpy's CPU per byte / DAOS's.
         print(
-            f"\n{wname} read, fold: {fold.gbps:.2f} GB/s = {fold.gbps / mgbps:.2f}x per-core memcpy "
-            f"({mgbps:.2f} GB/s) by the clock, fold with {fold.busy:.2f} cores busy and {fold.waiting:.2f} waiting "
+            f"\n{wname} read, daos default: {d.gbps:.2f} GB/s = {d.gbps / mgbps:.2f}x per-core memcpy "
+            f"({mgbps:.2f} GB/s) by the clock, daos with {d.busy:.2f} cores busy and {d.waiting:.2f} waiting "
             f"for a CPU, memcpy with {mbusy:.2f} and {mwait:.2f}. By CPU per byte (both with every core busy): "
-            f"{mcpu / fold.cpu_rep:.2f}x"
+            f"{mcpu / d.cpu_rep:.2f}x"
             + (
-                f"; daos-sim's copy alone (copy - nocopy) would allow {mcpu / (fold.cpu_rep - y.cpu_rep):.2f}x, "
+                f"; daos-sim's copy alone (copy - nocopy) would allow {mcpu / (d.cpu_rep - y.cpu_rep):.2f}x, "
                 f"everything but the copy (nocopy) {mcpu / y.cpu_rep:.2f}x"
                 if y
                 else ""

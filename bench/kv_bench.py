@@ -5,7 +5,8 @@ against NIXL's own POSIX backend on tmpfs and a plain in-process memcpy (the phy
 
 Workloads (all sizes times --scale, except queryMem):
   ref      the reference KV workload: 120 keys x 40 layers x 1 MiB (4.69 GiB), one descriptor per
-           layer, written then read back (reference C++: 34.17 GB/s folded, 14.40 unfolded, 400G)
+           layer, written then read back (the reference C++ plugin on a 400G testbed: 34.17 GB/s
+           with one RPC per key, 14.40 with one per layer)
   small    256 keys x 64 layers x 4 KiB, written then read back
   lmcache  one descriptor per key, 8 MiB chunks, as many bytes as `ref`
   query    queryMem of 10,000 keys, half present, from 1 and from 16 threads
@@ -85,7 +86,7 @@ from bench.kv_workloads import Buffers, MiB, Workload, make_workloads  # noqa: E
 from bench.machine_load import LoadWatch, describe_start  # noqa: E402
 from tests.e2e import daoskit  # noqa: E402
 
-# What bench/fold_policy.py, bench/cpu_cost.py and bench/profile_run.py use through kv_bench.
+# What bench/cpu_cost.py and bench/profile_run.py use through kv_bench.
 __all__ = [
     "Buffers",
     "Harness",
@@ -372,7 +373,8 @@ def main(argv=None) -> int:
         "when": stamp,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
         "workloads": [w.__dict__ | {"nbytes": w.nbytes} for w in workloads],
-        # The defaults the DAOS contenders ran with (chunk_bytes sets the RPCs a fold sends).
+        # The defaults the DAOS contenders ran with (chunk_bytes sets the RPCs a request sends: one
+        # per dkey, i.e. per chunk of each key).
         "plugin_params": daoskit.plugin_params(),
         "handles": a.handles,
         "where": "real" if a.real else "daos-sim",

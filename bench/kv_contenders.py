@@ -96,9 +96,17 @@ class NixlContender(Contender):
         return out
 
 
+# The plugin's self-checking values (src/record.rs): beside its bytes every dkey (a key's chunk)
+# holds a CRC-32C of SUM_BYTES per BLOCK of them (an array, written and fetched with the bytes)
+# and a RECORD_BYTES record (a single value, fetched with them; daos-sim counts the single values
+# written apart from bytes_written).
+BLOCK, SUM_BYTES, RECORD_BYTES = 64 << 10, 4, 24
+
+
 class DaosContender(NixlContender):
     kind, backend, mem = "daos", daoskit.BACKEND, "OBJ"
     _dev = 1 << 40
+    _chunk_bytes: int | None = None  # the plugin's default chunk_bytes, asked once
 
     def __init__(self, name: str, params: dict[str, str], sim: daoskit.Sim, net: NetModel | None):
         # daos-sim's RPC and byte counters are checked per rep, and eviction's index writes
@@ -137,6 +145,22 @@ class DaosContender(NixlContender):
 
     def rpc_counts(self) -> dict[str, int]:
         return self.sim.stats()
+
+    def moved_bytes(self, w: Workload, read: bool) -> int:
+        """What daos-sim counts for one request of every key of `w`: its bytes_written for a
+        write (the data and its checksums), its bytes_read for a read (those and the records)."""
+        if "chunk_bytes" in self.params:
+            chunk = int(self.params["chunk_bytes"])
+        else:
+            if DaosContender._chunk_bytes is None:
+                DaosContender._chunk_bytes = int(daoskit.plugin_params()["chunk_bytes"])
+            chunk = DaosContender._chunk_bytes
+        chunk = chunk or w.key_bytes  # 0: one dkey per key
+        per_key = 0
+        for off in range(0, w.key_bytes, chunk):
+            n = min(chunk, w.key_bytes - off)
+            per_key += n + -(-n // BLOCK) * SUM_BYTES + (RECORD_BYTES if read else 0)
+        return w.keys * per_key
 
 
 class RealPoolContender(NixlContender):

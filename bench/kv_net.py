@@ -12,22 +12,22 @@ import numpy as np
 
 from bench.kv_workloads import GB, MiB
 
-# The modeled network (+net contenders). What decides folding's gain is the ratio of a DAOS RPC's
-# fixed cost to its per-byte cost. The reference testbed: a 400 Gb/s link (50 GB/s) and, from its
-# 34.17 GB/s for one 40 MiB RPC per key vs 14.40 GB/s for 40 RPCs of 1 MiB, ~40 us more per RPC
-# (1 MiB takes 69 us at 14.40 GB/s and 29 us at 34.17), i.e. one RPC costs the link time of
-# 40 us x 50 GB/s = 2 MB. On this machine a 50 GB/s link is faster than a local copy (~10-20 GB/s),
-# so the copy would bound every contender and no network effect could show; and daos-sim's
-# `latency` overlaps across the RPCs in flight, so a window of them hides it. The model used here:
-# daos-sim's `rpc_cost` (a per-RPC service time serialised on the shared link, as a server's
-# per-RPC processing: ready_at = max(now, link_free) + rpc_cost + bytes / bandwidth) with the link
-# scaled to NET_LINK_SHARE of this machine's one-thread copy rate (measured at start-up), so that
-# the modeled network and not the copy is the bottleneck, and rpc_cost = NET_RPC_BYTES / link,
-# which keeps the testbed's ratio: fold/nofold is then ~2.8x on `ref` and ~57x on `small`
-# whatever the link. On the 2-core dev VM (one-thread copy ~10-11 GB/s): 5 GB/s and 400 us; the
-# small-block nofold run is then 16384 RPCs x ~0.4 ms = ~6.6 s a rep, so --max-op-time keeps it
-# to one rep per op. The report's "+net against the link model" shows how close each +net run
-# comes to the model's bound (1.00: the modeled network is the bottleneck).
+# The modeled network (+net contenders). What decides what a request's RPC count costs is the
+# ratio of a DAOS RPC's fixed cost to its per-byte cost. The reference testbed: a 400 Gb/s link
+# (50 GB/s) and, from its 34.17 GB/s for one 40 MiB RPC per key vs 14.40 GB/s for 40 RPCs of
+# 1 MiB, ~40 us more per RPC (1 MiB takes 69 us at 14.40 GB/s and 29 us at 34.17), i.e. one RPC
+# costs the link time of 40 us x 50 GB/s = 2 MB. On this machine a 50 GB/s link is faster than a
+# local copy (~10-20 GB/s), so the copy would bound every contender and no network effect could
+# show; and daos-sim's `latency` overlaps across the RPCs in flight, so a window of them hides
+# it. The model used here: daos-sim's `rpc_cost` (a per-RPC service time serialised on the shared
+# link, as a server's per-RPC processing: ready_at = max(now, link_free) + rpc_cost + bytes /
+# bandwidth) with the link scaled to NET_LINK_SHARE of this machine's one-thread copy rate
+# (measured at start-up), so that the modeled network and not the copy is the bottleneck, and
+# rpc_cost = NET_RPC_BYTES / link, which keeps the testbed's ratio of per-RPC to per-byte cost
+# whatever the link. On the 2-core dev VM (one-thread copy ~10-11 GB/s): 5 GB/s and 400 us. The
+# plugin sends one RPC per dkey (per 4 MiB chunk of a key), so a `small` key (64 x 4 KiB) is one
+# RPC and a `ref` key (40 x 1 MiB) ten. The report's "+net against the link model" shows how
+# close each +net run comes to the model's bound (1.00: the modeled network is the bottleneck).
 TESTBED_GBPS = 50.0  # 400 Gb/s
 TESTBED_RPC_US = 40.0
 NET_RPC_BYTES = TESTBED_GBPS * 1e9 * TESTBED_RPC_US * 1e-6  # 2 MB of link time per RPC
@@ -84,6 +84,6 @@ def choose_net(a) -> NetModel:
         copy,
         f"link {gbps:g} GB/s ({how}), below the local copy so the network is the bottleneck; "
         f"rpc_cost {cost:g} us = {NET_RPC_BYTES / 1e6:g} MB / link, the testbed's per-RPC cost in bytes "
-        f"({TESTBED_RPC_US:g} us x {TESTBED_GBPS:g} GB/s, from its 34.17 vs 14.40 GB/s), so fold/nofold "
-        f"keeps the testbed's ratio",
+        f"({TESTBED_RPC_US:g} us x {TESTBED_GBPS:g} GB/s, from its 34.17 vs 14.40 GB/s), so an RPC costs "
+        f"as many bytes of link time as there",
     )

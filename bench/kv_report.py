@@ -9,7 +9,7 @@ import csv
 import json
 from pathlib import Path
 
-from bench import kv_passes, machine_load
+from bench import machine_load
 
 # "write": to new keys (the headline write); "overwrite": the same keys again
 XFER_OPS = ("write", "overwrite", "read")
@@ -27,7 +27,8 @@ RATIO_TARGETS = [
     ("small overwrite >= 0.5x per-core memcpy", "small", "overwrite", "daos default", "memcpy-nt", 0.5),
     ("small overwrite >= 2x best POSIX", "small", "overwrite", "daos default", "posix", 2.0),
 ]
-FOLD_CONTENDERS = ("daos default", "daos default +net")
+# The contenders whose RPCs daos-sim counts (every rep checked against RPC_COUNT_TARGET).
+RPC_CONTENDERS = ("daos default", "daos default +net")
 
 
 def _fmt(x, spec: str) -> str:
@@ -177,17 +178,17 @@ def drift(look: Lookup) -> list[str]:
     return out
 
 
-FOLD_TARGET = "fold: exactly one RPC per chunk of each key per request"
+RPC_COUNT_TARGET = "RPCs: exactly one per dkey (chunk) of each key per request"
 
 
 def rpcs_per_key(key_bytes: int, chunk_bytes: int) -> int:
-    """The RPCs fold=true sends for one key: one per chunk it has bytes in (chunk_bytes 0: one dkey
-    per key), when no extent count or RPC body forces more (none of kv_bench's workloads does)."""
+    """The RPCs the plugin sends for one key: one update or fetch per dkey, i.e. per chunk the key
+    has bytes in (chunk_bytes 0: one dkey per key)."""
     return -(-key_bytes // chunk_bytes) if chunk_bytes > 0 else 1
 
 
 def targets(look: Lookup, keys: dict[str, int]) -> list[dict]:
-    """`keys`: the RPCs a folded request of each workload sends (its keys times their chunks)."""
+    """`keys`: the RPCs one request of each workload sends (its keys times their chunks)."""
     out = []
     for label, wl, op, who, ref, minimum in RATIO_TARGETS:
         a, b = look.get(who, wl, op), look.reference(ref, wl, op)
@@ -206,22 +207,22 @@ def targets(look: Lookup, keys: dict[str, int]) -> list[dict]:
                 f"{b.waiting or 0:.2f} in {b.contender}; by CPU per byte {b.cpu_per_gb / a.cpu_per_gb:.2f}x)"
             )
         out.append({"target": label, "ratio": ratio, "result": result, "detail": detail})
-    folded = [r for r in look.rows if r.contender in FOLD_CONTENDERS and r.op in XFER_OPS]
-    if folded:
+    counted = [r for r in look.rows if r.contender in RPC_CONTENDERS and r.op in XFER_OPS]
+    if counted:
         bad = [
             f"{r.contender} {r.workload} {r.op}: {sorted(set(r.rpcs))} RPCs, {keys[r.workload]} expected"
-            for r in folded
+            for r in counted
             if set(r.rpcs) != {keys[r.workload]}
         ]
         out.append(
             {
-                "target": FOLD_TARGET,
+                "target": RPC_COUNT_TARGET,
                 "result": "MISS" if bad else "PASS",
-                "detail": "; ".join(bad) if bad else f"{len(folded)} ops x every repetition: RPCs == keys x chunks",
+                "detail": "; ".join(bad) if bad else f"{len(counted)} ops x every repetition: RPCs == keys x chunks",
             }
         )
     else:
-        out.append({"target": FOLD_TARGET, "result": "SKIP", "detail": "not run"})
+        out.append({"target": RPC_COUNT_TARGET, "result": "SKIP", "detail": "not run"})
     return out
 
 
@@ -299,16 +300,6 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
     print_ratios(rs)
     nc = net_check(look, meta.get("net_model") or {})
     print_net_check(nc, meta.get("net_model") or {})
-    passes = {(r.contender, r.workload, r.op): r.passes for r in look.rows if r.passes}
-    pv = kv_passes.verdicts(passes, meta["workloads"], "real") if meta.get("where") == "real" else None
-    lines = kv_passes.describe(pv) if pv else []
-    if lines:
-        print(
-            "\nfold policies pass by pass (the default's ratio, median of passes; ranked only where every pass "
-            "agrees, beyond the A/A band squared):"
-        )
-        for line in lines:
-            print(f"  {line}")
     # Results from before chunks carry no plugin_params: one dkey per key then.
     chunk = int(meta.get("plugin_params", {}).get("chunk_bytes", "0"))
     ts = targets(
@@ -364,7 +355,6 @@ def report(rows, meta: dict, out: Path, plot: bool = True) -> bool:
                 "net_check": nc,
                 "drift": dr,
                 "targets": ts,
-                "policies": pv,
             },
             indent=1,
         )

@@ -134,11 +134,13 @@ class Bench:
                 after = c.rpc_counts()
                 rpc, moved = ("update", "bytes_written") if op == "overwrite" else ("fetch", "bytes_read")
                 row.rpcs.append(after[rpc] - before[rpc])
-                if after[moved] - before[moved] != w.nbytes:
+                want = c.moved_bytes(w, op == "read")
+                if after[moved] - before[moved] != want:
                     row.verified = False
                     self.failures.append(
                         f"{c.name} {w.name} {op}: daos-sim moved {after[moved] - before[moved]} bytes, "
-                        f"expected {w.nbytes}"
+                        f"expected {want} ({w.nbytes} of data, its checksums"
+                        + (" and records)" if op == "read" else ")")
                     )
             if op == "read":
                 self.check_read(c, w, row)

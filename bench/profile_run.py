@@ -4,13 +4,13 @@
 first write run unprofiled, then `perf record` (cpu-clock, call graphs) attaches to this process
 for the timed repetitions of one op only, and the top symbols per thread are printed.
 
-    .venv/bin/python -m bench.profile_run --contender daos-fold --workload small --op read \
+    .venv/bin/python -m bench.profile_run --contender daos-default --workload small --op read \
         [--scale 1] [--reps 20] [--handles prepared|per-transfer] [--sim-copy on|off] [--perf-data /tmp/kv.perf]
 
 (from the repository root; the result line is followed by the machine's load, bench/machine_load.py)
 
-A "+net" contender (daos-fold-net, daos-nofold-net) gets kv_bench's modeled network (same
-defaults and --net-* options) for the profiled reps only.
+A "+net" contender (daos-default-net) gets kv_bench's modeled network (same defaults and
+--net-* options) for the profiled reps only.
 
 Needs `perf` (linux-perf); in a VM without hardware counters cpu-clock sampling still works.
 """

@@ -11,8 +11,8 @@ needs, and until then the space cannot be written: right after destroying a 2.8 
 of a 5.8 GB-free pool, 1.5 GB of new-key writes failed with DER_NOSPACE. The first contender
 after the 1.9 GiB warm-up wrote new keys at 0.4-0.6x of the same RPCs run later (20 s of sleep
 after the destroy did not help; 90 s mostly did). So the benchmarks do not trust a wait on the
-free space: fold_policy.py interleaves its policies, kv_bench.py runs each workload in passes
-over its contenders in a balanced order (kv_passes.order) and keeps the fastest rep.
+free space: kv_bench.py runs each workload in passes over its contenders in a balanced order
+(kv_passes.order) and keeps the fastest rep.
 """
 
 from __future__ import annotations

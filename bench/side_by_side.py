@@ -1,23 +1,23 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
-"""One table from bench/kv_bench.py's results: real DAOS, daos-sim and NIXL POSIX side by side,
-with the fold policies (default = fold=auto, fold, nofold) as columns, per workload and op.
+"""One table from bench/kv_bench.py's results: the plugin with its defaults on real DAOS and on
+daos-sim, and NIXL POSIX, side by side per workload and op.
 
     .venv/bin/python -m bench.side_by_side SIM_RESULTS_DIR [REAL_RESULTS_DIR[,MORE_REAL_DIRS]]
                                            [--depth1 REAL_WINDOW1_DIR[,MORE]] [--ceiling CEILING_JSON]
 
 Each directory holds the results.json of one kv_bench.py run (the real run is usually at a
-smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Also
-prints, per source, the default policy's ratio to the better of fold and nofold (for the real
-engine with its pass-by-pass verdict, bench/kv_passes.py), and above the
-table the machine's load during each run (bench/machine_load.py: CONTENDED when it exceeded the
-CPU count).
+smaller --scale: GB/s compare across columns, bytes per workload are shown per source). Above
+the table it prints the machine's load during each run (bench/machine_load.py: CONTENDED when it
+exceeded the CPU count); beside each row ours over each peer on the same engine, best to best and
+as the median of the pass-by-pass ratios (bench/kv_passes.py).
 
-With --ceiling (bench/ceiling's JSON from the same engine: raw libdaos, no NIXL, the default
-policy's RPCs for the same layouts) the real default's new-key writes and reads are also shown
-as a ratio of that ceiling; with --depth1 (a kv_bench --real run at --window 1) a second table
-gives the real engine one request at a time: ours, NIXL POSIX on dfuse, the other DAOS plugins
-(the reference C++ plugin, NIXL PR #2261's libdfs backend) and the ceiling at depth 1.
+With --ceiling (bench/ceiling's JSON from the same engine: raw libdaos, no NIXL, the plugin's
+RPCs, one per dkey, without its record and checksums, for the same layouts) the real default's
+new-key writes and reads are also shown as a ratio of that ceiling; with --depth1 (a kv_bench
+--real run at --window 1) a second table gives the real engine one request at a time: ours,
+NIXL POSIX on dfuse, the other DAOS plugins (the reference C++ plugin, NIXL PR #2261's libdfs
+backend) and the ceiling at depth 1.
 """
 
 from __future__ import annotations
@@ -45,9 +45,6 @@ def peer_label(contender: str) -> str:
     return f"real {peer_short(contender)}"
 
 
-POLICIES = ("default", "fold", "nofold")
-
-
 def load(d: Path) -> dict:
     return json.loads((Path(d) / "results.json").read_text())
 
@@ -66,21 +63,6 @@ def best_posix(res: dict, workload: str, op: str) -> float | None:
         if r["contender"].startswith("posix") and r["workload"] == workload and r["op"] == op and r["gbps"]
     ]
     return max(xs) if xs else None
-
-
-def verdicts(res: dict | None, workload: str, op: str) -> str:
-    """The run's pass-by-pass verdicts on the default against fold and nofold (bench/kv_passes.py)."""
-    pol = (res or {}).get("policies") or {}
-    got = [
-        f"vs {c['vs']} {c['median']:.2f} {c['verdict']}"
-        for c in pol.get("cells", [])
-        if (c["workload"], c["op"]) == (workload, op)
-    ]
-    if got:
-        return f" (passes: {', '.join(got)})"
-    if any((c["workload"], c["op"]) == (workload, op) for c in pol.get("aa", [])):
-        return " (A/A: the same RPCs)"
-    return ""
 
 
 def pass_map(res: dict | None, contender: str, workload: str, op: str) -> dict[int, float]:
@@ -141,7 +123,8 @@ def sizes(res: dict | None) -> dict[str, str]:
 
 def ceiling_cell(ceiling: dict | None, res: dict | None, workload: str, depth: str) -> dict | None:
     """The ceiling's cell for `workload` of `res` (matched by keys, descriptors and block), in the
-    default policy's shape (sized), at depth "all" or "1"."""
+    shape ci/bench-real.sh runs (sized: one RPC per chunk, as the plugin sends), at depth "all" or
+    "1"."""
     w = next((w for w in (res or {}).get("workloads", []) if w["name"] == workload), None)
     for c in (ceiling or {}).get("cells", []) if w else []:
         if (c["keys"], c["layers"], c["block"]) == (w["keys"], w["layers"], w["block"]):
@@ -259,14 +242,6 @@ def main(argv: list[str]) -> int:
     for label, _, res in srcs:
         print(f"{label}: {machine_load.describe(res.get('load'))}")
     other_loads(runs, "real")
-    band = ((real or {}).get("policies") or {}).get("band")
-    if band:
-        print(
-            f"real policies: in brackets, the default's median ratio pass by pass to fold and to nofold and its "
-            f"verdict: ranked only where every pass agrees and outside {1 / band**2:.2f}-{band**2:.2f}, the square "
-            f"of {band:.2f}, the largest median ratio of the same RPCs under every policy in this run "
-            "(A/A; bench/kv_passes.py)"
-        )
     # The peers on the same engine (NIXL POSIX through DAOS's POSIX layers, the reference plugin),
     # where the runs have them.
     fs = [
@@ -280,36 +255,30 @@ def main(argv: list[str]) -> int:
         )
     if ceiling is not None and real is not None:
         print(
-            f"real ceiling = bench/ceiling on the same engine (raw libdaos, no NIXL, the default policy's RPCs, "
+            f"real ceiling = bench/ceiling on the same engine (raw libdaos, no NIXL, the plugin's RPCs, "
             f"{ceiling.get('queues')} event queues, window {ceiling.get('window')}, best of {ceiling.get('rounds')} "
             f"rounds in {ceiling.get('passes', 1)} pass(es) around kv_bench's steps; new-key write and read only)"
         )
     ceil = ceiling if real is not None else None
     cols = (
-        [f"{s} {p}" for s, _, res in srcs for p in POLICIES]
+        [f"{s} default" for s, _, _ in srcs]
         + ["POSIX"]
         + [label for _, label in fs]
         + (["real ceiling"] if ceil else [])
     )
-    tail = (
-        "   default / better of fold, nofold"
-        + "".join(f", real default / {peer_short(c)}" for c, _ in fs)
-        + (", real default / ceiling" if ceil else "")
+    tail = [f"real default / {peer_short(c)}" for c, _ in fs] + (["real default / ceiling"] if ceil else [])
+    print(
+        f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + ("   " + ", ".join(tail) if tail else "")
     )
-    print(f"{'workload':<9} {'op':<9} " + " ".join(f"{c:>12}" for c in cols) + tail)
     for w in workloads:
         for op in OPS:
-            vals = [gbps(res, f"{prefix} {p}", w, op) for _, prefix, res in srcs for p in POLICIES]
+            vals = [gbps(res, f"{prefix} default", w, op) for _, prefix, res in srcs]
             vals.append(best_posix(sim, w, op))
             vals += [gbps(real, c, w, op) for c, _ in fs]
             c_all = ceiling_gbps(ceil, real, w, op, "all")
             if ceil:
                 vals.append(c_all)
             rat = []
-            for label, prefix, res in srcs:
-                d, f, n = (gbps(res, f"{prefix} {p}", w, op) for p in POLICIES)
-                if d and (f or n):
-                    rat.append(f"{label} {d / max(f or 0, n or 0):.2f}{verdicts(res, w, op)}")
             rd = gbps(real, "real default", w, op)
             for c, _ in fs:
                 r = vs_peer(runs, c, w, op)
@@ -325,7 +294,11 @@ def main(argv: list[str]) -> int:
                     )
                 )
             if any(v is not None for v in vals):
-                print(f"{w:<9} {op:<9} " + " ".join(f"{fmt(v):>12}" for v in vals) + "   " + ", ".join(rat))
+                print(
+                    f"{w:<9} {op:<9} "
+                    + " ".join(f"{fmt(v):>12}" for v in vals)
+                    + ("   " + ", ".join(rat) if rat else "")
+                )
     print(
         "workload sizes (keys x descriptors x block): "
         + "; ".join(

@@ -2,17 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """The closing summary of ci/bench.sh: the machine's load during each run of one benchmark
 (bench/machine_load.py) and the run's findings, one line each: MISSed targets, CONTENDED runs,
-the calibration's ratios that were off, contenders that could not run here, a machine whose speed
-drifted. Findings are verdicts of a run that ran and verified its bytes: they do not fail it.
-The failures the runs recorded (a wrong read-back, an aborted run, a DAOS contender that could
-not run) are listed after them; ci/bench.sh fails on those through the runs' exit status.
+contenders that could not run here, a machine whose speed drifted. Findings are verdicts of a
+run that ran and verified its bytes: they do not fail it. The failures the runs recorded (a
+wrong read-back, an aborted run, a DAOS contender that could not run) are listed after them;
+ci/bench.sh fails on those through the runs' exit status.
 
     .venv/bin/python -m bench.summary RESULTS_DIR [NOTE ...]
 
-RESULTS_DIR is ci/bench.sh's results/<timestamp> (sim/, real/: kv_bench; calibrate/:
-calibrate.py and its fold_policy runs; evict-sim/, evict-real/: evict_bench); each NOTE is a
-finding of ci/bench.sh itself (a step it skipped). Exit status 0, or 1 when RESULTS_DIR is
-missing.
+RESULTS_DIR is ci/bench.sh's results/<timestamp> (sim/, real/, real-*/: kv_bench; evict-sim/,
+evict-real/: evict_bench); each NOTE is a finding of ci/bench.sh itself (a step it skipped).
+Exit status 0, or 1 when RESULTS_DIR is missing.
 """
 
 from __future__ import annotations
@@ -60,30 +59,8 @@ def main(argv: list[str]) -> int:
             failed = any(f.startswith((f"{r['contender']}:", f"{r['contender']} ")) for f in res.get("failures", []))
             if r.get("note", "").startswith("unavailable") and not failed:
                 findings.append(f"{label}: {r['contender']} could not run here ({r['note']})")
-        pol = res.get("policies") or {}
-        for c in pol.get("cells", []):
-            if c["verdict"] == "behind":
-                findings.append(
-                    f"{label}: the default policy is behind {c['vs']} at {c['workload']} {c['op']} in every "
-                    f"pass ({c['median']:.2f}, median of passes; beyond the square of the A/A band {pol['band']:.2f}, "
-                    "the largest median ratio of the same RPCs under every policy)"
-                )
         if res.get("drift"):
             findings.append(f"{label}: NOISY, memcpy drifted during the run: {'; '.join(res['drift'])}")
-    cal = read(d / "calibrate" / "calibration.json")
-    if cal is not None:
-        runs.append(("calibrate", cal.get("load")))
-        for fp in sorted((d / "calibrate").glob("*/fold_policy.json")):
-            runs.append((f"  fold_policy {fp.parent.name}", (read(fp) or {}).get("load")))
-        rows, tol = cal["ratios"], cal["tolerance"]
-        off = [r for r in rows if not r["ok"]]
-        if off:
-            worst = max(rows, key=lambda r: abs(r["sim"] / r["real"] - 1))
-            findings.append(
-                f"calibration: {len(rows) - len(off)} of {len(rows)} fold/nofold ratios within {tol:.0%} (MISS); "
-                f"worst {worst['layout']} {worst['op']}: daos-sim {worst['sim']:.2f} against real {worst['real']:.2f}, "
-                f"{abs(worst['sim'] / worst['real'] - 1):.0%} off"
-            )
     for sub, label in (("evict-sim", "evict_bench (daos-sim)"), ("evict-real", "evict_bench (real DAOS)")):
         ev = read(d / sub / "evict.json")
         if ev is not None:

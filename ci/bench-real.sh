@@ -3,20 +3,20 @@
 # SPDX-License-Identifier: Apache-2.0
 # The real-engine steps of ci/bench.sh, on the pool in DAOS_POOL through the libdaos in
 # NIXL_DAOS_LIBDAOS (the user's, or the local engine ci/bench.sh started):
-#   1. bench.kv_bench --real: the fold policies (and NIXL POSIX on dfuse when NIXL_DAOS_DFUSE_DIR
-#      names a mount), every key in flight (window 64) -> OUT/real;
+#   1. bench.kv_bench --real: the plugin with its defaults (real-default; and NIXL POSIX on dfuse
+#      when NIXL_DAOS_DFUSE_DIR names a mount), every key in flight (window 64) -> OUT/real;
 #   2. the same workloads one request at a time (--window 1: a KV fetch on a request's critical
-#      path), the default policy and the dfuse contender -> OUT/real-depth1;
-#   3. bench/ceiling: raw libdaos (no NIXL) issuing the default policy's RPCs for the layouts of
-#      steps 1 and 2, in one-round passes around them (before 1, between 1 and 2, after 2), merged
-#      into OUT/real-ceiling/ceiling.json by bench.ceiling_merge;
+#      path), the plugin and the dfuse contender -> OUT/real-depth1;
+#   3. bench/ceiling: raw libdaos (no NIXL) issuing the plugin's RPCs (one per dkey, its `sized`
+#      shape; without the plugin's record and checksums) for the layouts of steps 1 and 2, in
+#      one-round passes around them (before 1, between 1 and 2, after 2), merged into
+#      OUT/real-ceiling/ceiling.json by bench.ceiling_merge;
 #   3b. when NIXL_DAOS_CPP_SRC or NIXL_DAOS_DFS_SRC names the source of another DAOS plugin (the
 #      reference C++ plugin, NIXL PR #2261's libdfs backend; bench/reference.sh builds them): the
-#      default policy and those plugins, pass by pass, at window 64 and 1 -> OUT/real-peers,
+#      plugin and those plugins, pass by pass, at window 64 and 1 -> OUT/real-peers,
 #      OUT/real-peers-depth1 (runs of their own: more contenders in steps 1 and 2 would unbalance
-#      their pass order, kv_passes.order, which the policy verdicts rest on);
-#   4. bench.calibrate: daos-sim's cost model fitted to this engine -> OUT/calibrate;
-#   5. bench.many_clients: 1, 2, 4 and 8 client processes on the pool, aggregate GB/s and
+#      their pass order, kv_passes.order, which the pass-by-pass ratios rest on);
+#   4. bench.many_clients: 1, 2, 4 and 8 client processes on the pool, aggregate GB/s and
 #      fairness, every byte verified -> OUT/many-clients.
 #     bash ci/bench-real.sh VPY OUT SCALE [--strict]
 # Every step runs even when one before it failed; the exit status is the first non-zero one
@@ -115,7 +115,6 @@ if [ -n "$peers" ]; then
 			--out "$out/$sub" $strict
 	done
 fi
-step "bench.calibrate" "$vpy" -m bench.calibrate --out "$out/calibrate" $strict
 # Last, so that its processes share the engine with nothing of the steps above.
 step "bench.many_clients --real" "$vpy" -m bench.many_clients --real --out "$out/many-clients"
 exit $rc

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
 # The KV-offload benchmark (python -m bench.kv_bench) through the real NIXL 1.5.1 agent, on up to
-# three storages, with the fold policies side by side (default = fold=auto, fold, nofold):
+# three storages, the plugin with its defaults (one update/fetch RPC per dkey) on each:
 #   1. the embedded daos-sim, with no modeled cost and with a modeled network (+net: a link at
 #      half this machine's copy rate with the reference testbed's per-RPC cost in bytes; see the
 #      comment above NetModel in bench/kv_net.py), against NIXL's POSIX backend on /dev/shm and
@@ -13,28 +13,25 @@
 #      skipped when neither is there (--no-real skips it always);
 #      on the same engine (ci/bench-real.sh): NIXL POSIX on a dfuse mount of a POSIX container
 #      and the same with libpil4dfs, the same workloads one request at a time (--window 1),
-#      bench/ceiling (raw libdaos, no NIXL, the default policy's RPCs) at depth all and 1, and
+#      bench/ceiling (raw libdaos, no NIXL, the plugin's RPCs) at depth all and 1, and
 #      bench.many_clients (1-8 client processes on the pool); with --cpp-src SRC (or
 #      NIXL_DAOS_CPP_SRC) the reference C++ plugin (gluesys/nixl-daos), with --dfs-src SRC (or
 #      NIXL_DAOS_DFS_SRC) NIXL PR #2261's libdfs backend, each built from SRC by bench/reference.sh
 #      (its plugin directory, a checkout, a patch that adds it or the patch's URL), against ours
 #      pass by pass in runs of their own; the contenders of each workload run
-#      in 4 passes in a balanced order, and the fold policies are ranked pass by pass only
-#      beyond the band of the same RPCs under every policy (bench/kv_passes.py);
-#   3. on that real engine, bench.calibrate: fits daos-sim's cost model to it and prints the
-#      issue's four layouts' fold/nofold ratios on both, PASS when within 25%;
-#   4. bench.side_by_side: one table of real DAOS, daos-sim and POSIX, ours / dfuse, pil4dfs,
+#      in 4 passes in a balanced order (bench/kv_passes.py), ratios taken pass by pass;
+#   3. bench.side_by_side: one table of real DAOS, daos-sim and POSIX, ours / dfuse, pil4dfs,
 #      the other DAOS plugins and the ceiling, and one of the real engine one request at a time;
-#   5. bench.evict_bench: writes into a full pool with eviction against an empty pool, on
+#   4. bench.evict_bench: writes into a full pool with eviction against an empty pool, on
 #      daos-sim and on a fresh 2 GiB pool of a local engine;
-#   6. bench.summary: the machine's load during each run and the findings;
-#   7. (before 6) vLLM on CPU with LMCache's connector through the plugin (ci/vllm-e2e.sh):
+#   5. bench.summary: the machine's load during each run and the findings;
+#   6. (before 5) vLLM on CPU with LMCache's connector through the plugin (ci/vllm-e2e.sh):
 #      TTFT of hits against recompute, daos-sim, a real engine, NIXL POSIX, no connector;
 #      --no-vllm skips it, --vllm-prompts N sets the stored prompts (10).
 # bench/ is a Python package: every step runs as `$VPY -m bench.<module>` from the repository root.
 # Writes are timed to new keys (the headline write, as KV offload writes each block once) and
 # again as overwrites. Prints the tables, the ratios and a PASS/MISS line per target; results go
-# to results/<timestamp>/{sim,real,real-depth1,real-ceiling,real-pil4dfs,real-peers,real-peers-depth1,calibrate,many-clients,
+# to results/<timestamp>/{sim,real,real-depth1,real-ceiling,real-pil4dfs,real-peers,real-peers-depth1,many-clients,
 # evict-sim,evict-real}/, each results JSON with the
 # machine's load (1/5/15-minute load average and CPU count at the start and at the end; a run is
 # CONTENDED when the load exceeded the CPU count: bench/machine_load.py). About 20 minutes on
@@ -45,11 +42,11 @@
 #   ci/bench.sh --no-real --scale 0.05 --workloads small --reps 1   # the quickest (daos-sim only)
 #   ci/bench.sh --workloads ref --contenders daos,memcpy
 # Exit status: 0 when every step ran and every read-back was verified. The verdicts (a MISSed
-# target, a CONTENDED run, the calibration's ratios off by more than 25%, an optional contender
-# such as POSIX with io_uring that cannot run here, a real engine that would not start) are
-# findings, listed at the end. 1 only when something failed: a step crashed or hung, a read-back
-# was wrong, one of the plugin's contenders could not run, or a prerequisite was missing that
-# could not be installed; with --strict a MISSed target fails the run too.
+# target, a CONTENDED run, an optional contender such as POSIX with io_uring that cannot run
+# here, a real engine that would not start) are findings, listed at the end. 1 only when
+# something failed: a step crashed or hung, a read-back was wrong, one of the plugin's
+# contenders could not run, or a prerequisite was missing that could not be installed; with
+# --strict a MISSed target fails the run too.
 set -euo pipefail
 caller_dir=$PWD # setup.sh moves to the repository root; --cpp-src/--dfs-src are relative to where they were given
 # from_caller <path or URL>: as given, if absolute or a URL, else relative to the caller's directory
@@ -106,9 +103,9 @@ failed_if "bench.kv_bench (daos-sim)" $sim_rc
 # The real engine: the DAOS contenders only, at a smaller scale (a RAM-backed pool of a few GiB,
 # and TCP on loopback moves ~1 GB/s), a container per contender, workload and pass.
 real_rc=0
-# kv_bench at every key in flight and one at a time, the raw-libdaos ceiling, the calibration and
-# many clients (ci/bench-real.sh; each runs even when one before it failed, the first failure's status is
-# the line's). A calibration MISS is a finding (exit 0), a step that could not run is a failure.
+# kv_bench at every key in flight and one at a time, the raw-libdaos ceiling and many clients
+# (ci/bench-real.sh; each runs even when one before it failed, the first failure's status is
+# the line's). A MISSed target is a finding (exit 0), a step that could not run is a failure.
 real_cmd=(bash ci/bench-real.sh "$VPY" "$out" "$real_scale" $strict_arg)
 local_daos="${NIXL_DAOS_LOCAL:-$ROOT/../shared/daos/daos-local.sh}"
 if [ "$real" = 0 ]; then
@@ -166,7 +163,7 @@ if [ "$real_rc" = 3 ]; then
 	say "real DAOS: the engine did not start; the table shows daos-sim and POSIX only"
 	findings+=("real DAOS: the engine did not start (see its log above)")
 else
-	failed_if "real DAOS (ci/bench-real.sh: kv_bench, depth 1, ceiling, calibrate, many clients)" "$real_rc"
+	failed_if "real DAOS (ci/bench-real.sh: kv_bench, depth 1, ceiling, many clients)" "$real_rc"
 fi
 
 if [ -f "$out/sim/results.json" ]; then
@@ -185,7 +182,7 @@ if [ -f "$out/sim/results.json" ]; then
 	failed_if "bench.side_by_side" $sbs_rc
 fi
 
-# 5. Eviction: writes with the pool full and eviction making room, beside the same writes into
+# 4. Eviction: writes with the pool full and eviction making room, beside the same writes into
 # the empty pool (bench.evict_bench), on daos-sim and, with a local engine, on a fresh 2 GiB
 # pool of its own (the reclaim delay of real DAOS makes that run take 4-5 minutes).
 say "python -m bench.evict_bench --sim (eviction on daos-sim)"
@@ -211,7 +208,7 @@ if [ "$real" = 1 ] && [ -x "$local_daos" ] && [ "$(id -u)" = 0 ] && [ -z "${DAOS
 	fi
 fi
 
-# 7. vLLM (CPU) with LMCache's connector on the plugin (ci/vllm-e2e.sh, the full prompt set; CI
+# 6. vLLM (CPU) with LMCache's connector on the plugin (ci/vllm-e2e.sh, the full prompt set; CI
 # runs 2 prompts): TTFT of a hit against a recompute, on daos-sim in one process, on a real
 # engine across two processes (a fresh local engine, as above), NIXL POSIX on tmpfs across two
 # processes (the reference) and vLLM without a KV connector. --no-vllm skips it; exit 3 from the
@@ -241,7 +238,7 @@ if [ "$vllm" = 1 ]; then
 	esac
 fi
 
-# 6. The machine's load during each run and every finding (not failures), then the verdict.
+# 5. The machine's load during each run and every finding (not failures), then the verdict.
 sum_rc=0
 "$VPY" -m bench.summary "$out" "${findings[@]}" || sum_rc=$?
 failed_if "bench.summary" $sum_rc

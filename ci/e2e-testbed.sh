@@ -11,7 +11,7 @@
 # to build against. The container must exist (daos cont create <pool> <container>).
 # NIXL_DAOS_TEST_TARGETS=<the pool's target count> also checks the object's group count (at RF0).
 # Tests that kill and restart the engine need NIXL_DAOS_LOCAL=<daos-local.sh> (ci/test.sh sets it).
-# D_LOG_FILE: where libdaos logs (unset: the plugin picks $TMPDIR/nixl-daos-libdaos.<uid>.log).
+# D_LOG_FILE: where libdaos logs (unset: the plugin picks $TMPDIR/nixl-daos.<uid>/libdaos.log).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 

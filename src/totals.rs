@@ -8,7 +8,8 @@
 //! be a key this plugin read from DAOS). Process-wide, because the hosts that need them most
 //! (vLLM, LMCache) never destroy their NIXL agent: the totals are logged, and with
 //! `NIXL_DAOS_STATS_FILE` set appended to that file as one JSON line, when the process exits
-//! (or on `report()`).
+//! (or on `report()`). The file is created with mode 0600; a link at its name, or a file that
+//! is not this user's, is refused with a warning.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -127,15 +128,17 @@ pub fn report_at_exit() {
     crate::log::exit_line(tracing::Level::INFO, &format!("DAOS backend totals for this process: {line}"));
     if let Some(path) = std::env::var_os(STATS_FILE_ENV) {
         // One write of the whole line, O_APPEND: lines of processes sharing the file do not mix.
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        // Opened without following a link, and only if the file is this user's
+        // (`crate::private_file`): the name may be in a directory others can write.
+        let path = std::path::Path::new(&path);
+        let written = match crate::private_file::open_append(path) {
+            Ok(mut f) => f.write_all(format!("{line}\n").as_bytes()).map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) => Err(e.to_string()),
+        };
         if let Err(e) = written {
             crate::log::exit_line(
                 tracing::Level::WARN,
-                &format!("could not append the totals to {STATS_FILE_ENV}={}: {e}", path.to_string_lossy()),
+                &format!("could not append the totals ({STATS_FILE_ENV}): {e}"),
             );
         }
     }

@@ -72,13 +72,14 @@ def _libdaos_lines(text: str) -> list[str]:
 
 @needs_real_daos
 def test_libdaos_log_goes_to_a_file_not_stdout(tmp_path):
-    """D_LOG_FILE unset: the plugin points it at a file in the temp dir before libdaos starts,
-    so DAOS's lines (many at D_LOG_MASK=INFO) land there and the consumer's stdout stays ours."""
+    """D_LOG_FILE unset: the plugin points it at a file in a private dir of the temp dir before
+    libdaos starts, so DAOS's lines (many at D_LOG_MASK=INFO) land there and the consumer's
+    stdout stays ours."""
     env = {k: v for k, v in os.environ.items() if k != "D_LOG_FILE"}
     p = run({}, "WARN", extra_env=dict(env, TMPDIR=str(tmp_path), D_LOG_MASK="INFO"), clear=True)
     assert p.stdout.split() == ["created", "created"], p.stdout + p.stderr
     assert not _libdaos_lines(p.stdout), p.stdout
-    log = tmp_path / f"nixl-daos-libdaos.{os.getuid()}.log"
+    log = tmp_path / f"nixl-daos.{os.geteuid()}" / "libdaos.log"
     assert log.is_file() and _libdaos_lines(log.read_text(errors="replace")), list(tmp_path.iterdir())
 
 
@@ -89,7 +90,7 @@ def test_libdaos_log_file_chosen_by_the_user_is_kept(tmp_path):
     assert p.stdout.split() == ["created", "created"], p.stdout + p.stderr
     assert not _libdaos_lines(p.stdout), p.stdout
     assert _libdaos_lines(mine.read_text(errors="replace"))
-    assert not (tmp_path / f"nixl-daos-libdaos.{os.getuid()}.log").exists()
+    assert not (tmp_path / f"nixl-daos.{os.geteuid()}").exists()
 
 
 def test_object_spans_the_pool_targets():

@@ -204,11 +204,59 @@ pub struct daos_cont_info_t {
     pub ci_private: [u64; 6usize],
 }
 #[repr(C)]
+#[derive(Copy, Clone)]
+pub struct daos_prop_entry {
+    pub dpe_type: u32,
+    pub dpe_flags: u16,
+    pub dpe_reserv: u16,
+    pub __bindgen_anon_1: daos_prop_entry__bindgen_ty_1,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union daos_prop_entry__bindgen_ty_1 {
+    pub dpe_val: u64,
+    pub dpe_str: *mut ::std::os::raw::c_char,
+    pub dpe_val_ptr: *mut ::std::os::raw::c_void,
+}
+impl Default for daos_prop_entry__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for daos_prop_entry {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct daos_prop {
+pub struct daos_prop_t {
+    pub dpp_nr: u32,
+    pub dpp_reserv: u32,
+    pub dpp_entries: *mut daos_prop_entry,
+}
+impl Default for daos_prop_t {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct daos_acl {
     _unused: [u8; 0],
 }
-pub type daos_prop_t = daos_prop;
 pub const daos_otype_t_DAOS_OT_MULTI_HASHED: daos_otype_t = 0;
 pub const daos_otype_t_DAOS_OT_OIT: daos_otype_t = 1;
 pub const daos_otype_t_DAOS_OT_DKEY_UINT64: daos_otype_t = 2;
@@ -235,6 +283,13 @@ pub type daos_ev_state = ::std::os::raw::c_uint;
 pub struct DaosApi {
     __library: ::libloading::Library,
     pub d_errstr: unsafe extern "C" fn(rc: ::std::os::raw::c_int) -> *const ::std::os::raw::c_char,
+    pub daos_prop_alloc: unsafe extern "C" fn(entries_nr: u32) -> *mut daos_prop_t,
+    pub daos_prop_free: unsafe extern "C" fn(prop: *mut daos_prop_t),
+    pub daos_acl_from_strs: unsafe extern "C" fn(
+        ace_strs: *mut *const ::std::os::raw::c_char,
+        ace_nr: usize,
+        acl: *mut *mut daos_acl,
+    ) -> ::std::os::raw::c_int,
     pub daos_init: unsafe extern "C" fn() -> ::std::os::raw::c_int,
     pub daos_fini: unsafe extern "C" fn() -> ::std::os::raw::c_int,
     pub daos_pool_connect2: unsafe extern "C" fn(
@@ -382,6 +437,9 @@ impl DaosApi {
     {
         let __library = library.into();
         let d_errstr = __library.get(b"d_errstr\0").map(|sym| *sym)?;
+        let daos_prop_alloc = __library.get(b"daos_prop_alloc\0").map(|sym| *sym)?;
+        let daos_prop_free = __library.get(b"daos_prop_free\0").map(|sym| *sym)?;
+        let daos_acl_from_strs = __library.get(b"daos_acl_from_strs\0").map(|sym| *sym)?;
         let daos_init = __library.get(b"daos_init\0").map(|sym| *sym)?;
         let daos_fini = __library.get(b"daos_fini\0").map(|sym| *sym)?;
         let daos_pool_connect2 = __library.get(b"daos_pool_connect2\0").map(|sym| *sym)?;
@@ -413,6 +471,9 @@ impl DaosApi {
         Ok(DaosApi {
             __library,
             d_errstr,
+            daos_prop_alloc,
+            daos_prop_free,
+            daos_acl_from_strs,
             daos_init,
             daos_fini,
             daos_pool_connect2,
@@ -445,6 +506,20 @@ impl DaosApi {
     }
     pub unsafe fn d_errstr(&self, rc: ::std::os::raw::c_int) -> *const ::std::os::raw::c_char {
         (self.d_errstr)(rc)
+    }
+    pub unsafe fn daos_prop_alloc(&self, entries_nr: u32) -> *mut daos_prop_t {
+        (self.daos_prop_alloc)(entries_nr)
+    }
+    pub unsafe fn daos_prop_free(&self, prop: *mut daos_prop_t) {
+        (self.daos_prop_free)(prop)
+    }
+    pub unsafe fn daos_acl_from_strs(
+        &self,
+        ace_strs: *mut *const ::std::os::raw::c_char,
+        ace_nr: usize,
+        acl: *mut *mut daos_acl,
+    ) -> ::std::os::raw::c_int {
+        (self.daos_acl_from_strs)(ace_strs, ace_nr, acl)
     }
     pub unsafe fn daos_init(&self) -> ::std::os::raw::c_int {
         (self.daos_init)()

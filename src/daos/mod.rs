@@ -13,6 +13,7 @@
 //! queue. `crate::lanes` upholds it by keeping each operation in a `Box` owned by DAOS between
 //! launch and reap.
 
+pub mod acl;
 pub mod client_env;
 pub mod io;
 pub mod kv;
@@ -61,6 +62,11 @@ impl Error {
     /// A transaction's commit that must be retried (`DER_TX_RESTART`: a conflict).
     pub fn is_tx_restart(&self) -> bool {
         self.der() == Some(-sys::DER_TX_RESTART)
+    }
+
+    /// A DAOS error refusing the caller's rights (`DER_NO_PERM`): an ACL that does not name it.
+    pub fn is_no_perm(&self) -> bool {
+        self.der() == Some(-sys::DER_NO_PERM)
     }
 
     /// A DAOS error saying the pool is full (`DER_NOSPACE`).
@@ -416,12 +422,14 @@ pub struct Container {
 }
 
 impl Container {
-    /// Opens `label`; when it does not exist and `create` is set, creates it first.
+    /// Opens `label`; when it does not exist and `create` is set, creates it first, with the
+    /// ACL `acl` (entries such as `A::OWNER@:rwdtTaAo`, `acl::creation_acl`).
     pub fn open(
         lib: &'static Library,
         pool: &Pool,
         label: &str,
         create: bool,
+        acl: &[String],
         bound: Bound,
     ) -> Result<Container, Error> {
         let poh = pool.poh;
@@ -439,21 +447,13 @@ impl Container {
         };
         let coh = match open() {
             Err(e) if create && e.is_nonexistent() => {
-                tracing::info!(container = label, pool = %pool.label, "creating container");
-                let created =
-                    bounded(lib, "daos_cont_create_with_label", bound, cstring("container", label)?, |l, ev| {
-                        // SAFETY: valid handle; the label lives in bounded's state; NULL props and
-                        // uuid out are allowed.
-                        unsafe {
-                            lib.api.daos_cont_create_with_label(
-                                poh,
-                                l.as_ptr(),
-                                std::ptr::null_mut(),
-                                std::ptr::null_mut(),
-                                ev,
-                            )
-                        }
-                    });
+                tracing::info!(container = label, pool = %pool.label, acl = %acl.join(","), "creating container");
+                let state = (cstring("container", label)?, AclProp::new(lib, acl)?);
+                let created = bounded(lib, "daos_cont_create_with_label", bound, state, |(l, prop), ev| {
+                    // SAFETY: valid handle; the label and the properties live in bounded's state
+                    // (leaked with it if DAOS keeps the call); a NULL uuid out is allowed.
+                    unsafe { lib.api.daos_cont_create_with_label(poh, l.as_ptr(), prop.prop, std::ptr::null_mut(), ev) }
+                });
                 // Another agent may have created it at the same moment: EXIST is fine.
                 match created {
                     Err(e) if !e.is_existing() => return Err(e),
@@ -464,6 +464,50 @@ impl Container {
             other => other?.1,
         };
         Ok(Container { lib, coh, label: label.to_string(), bound, abandoned: Default::default() })
+    }
+}
+
+/// Container properties holding one ACL (`DAOS_PROP_CO_ACL`), allocated by libdaos and freed
+/// with `daos_prop_free` (which frees the ACL too).
+struct AclProp {
+    lib: &'static Library,
+    prop: *mut sys::daos_prop_t,
+}
+
+impl AclProp {
+    fn new(lib: &'static Library, aces: &[String]) -> Result<AclProp, Error> {
+        let strs = aces.iter().map(|a| cstring("ACL entry", a)).collect::<Result<Vec<_>, _>>()?;
+        let ptrs: Vec<*const std::ffi::c_char> = strs.iter().map(|s| s.as_ptr()).collect();
+        // SAFETY: plain call; NULL when out of memory.
+        let prop = unsafe { lib.api.daos_prop_alloc(1) };
+        if prop.is_null() {
+            return Err(Error::Daos {
+                call: "daos_prop_alloc",
+                rc: -sys::DER_NOMEM,
+                name: lib.errstr(-sys::DER_NOMEM),
+            });
+        }
+        let p = AclProp { lib, prop };
+        // SAFETY: daos_prop_alloc(1) gave one zeroed entry; the ACL it is given is freed with the
+        // properties (daos_prop_free), also when daos_acl_from_strs fails and leaves it NULL.
+        let rc = unsafe {
+            let e = &mut *(*prop).dpp_entries;
+            e.dpe_type = sys::DAOS_PROP_CO_ACL;
+            let acl = std::ptr::addr_of_mut!(e.__bindgen_anon_1.dpe_val_ptr).cast::<*mut sys::daos_acl>();
+            lib.api.daos_acl_from_strs(ptrs.as_ptr().cast_mut(), ptrs.len(), acl)
+        };
+        lib.check("daos_acl_from_strs", rc).map_err(|e| {
+            Error::InvalidArg(format!("DAOS refuses the container ACL {:?}: {e}", aces.join(","))).with_der(e.der())
+        })?;
+        Ok(p)
+    }
+}
+
+impl Drop for AclProp {
+    fn drop(&mut self) {
+        // SAFETY: from daos_prop_alloc, freed once; DAOS no longer reads it (bounded leaks its
+        // state, and so this, while a call may still run).
+        unsafe { self.lib.api.daos_prop_free(self.prop) }
     }
 }
 

@@ -40,3 +40,7 @@ pub const DER_HG: i32 = 1020;
 pub const DER_STALE: i32 = 2007;
 pub const DER_EXCLUDED: i32 = 1032;
 pub const DER_NONEXIST: i32 = 1005;
+pub const DER_NO_PERM: i32 = 1001;
+pub const DER_NOMEM: i32 = 1009;
+/// `DAOS_PROP_CO_ACL` of `enum daos_cont_props` (`DAOS_PROP_CO_MIN` 0x1000 + 10, daos_prop.h).
+pub const DAOS_PROP_CO_ACL: u32 = 0x100A;

@@ -37,6 +37,10 @@ _Static_assert(offsetof(daos_pool_info_t, pi_space) == 48, "daos_pool_info_t.pi_
 _Static_assert(offsetof(daos_pool_info_t, pi_space.ps_space.s_free) == 64, "daos_pool_info_t.s_free");
 _Static_assert(offsetof(daos_pool_info_t, pi_space.ps_ntargets) == 128, "daos_pool_info_t.ps_ntargets");
 _Static_assert(sizeof(daos_cont_info_t) == 48, "daos_cont_info_t");
+_Static_assert(sizeof(struct daos_prop_entry) == 16, "daos_prop_entry");
+_Static_assert(offsetof(struct daos_prop_entry, dpe_val_ptr) == 8, "daos_prop_entry.dpe_val_ptr");
+_Static_assert(sizeof(daos_prop_t) == 16, "daos_prop_t");
+_Static_assert(offsetof(daos_prop_t, dpp_entries) == 8, "daos_prop_t.dpp_entries");
 _Static_assert(OC_SX == OBJ_CLASS_DEF(1, 0xFFFF), "OC_SX");
 _Static_assert(DAOS_OO_RW == 4, "DAOS_OO_RW");
 

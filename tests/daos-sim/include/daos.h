@@ -139,7 +139,36 @@ typedef struct {
 	uint64_t ci_private[6];
 } daos_cont_info_t;
 
-typedef struct daos_prop daos_prop_t;
+/* Properties (daos_prop.h): a container's creation properties. The simulator reads only the
+ * ACL (DAOS_PROP_CO_ACL, dpe_val_ptr a struct daos_acl from daos_acl_from_strs) and records it. */
+struct daos_prop_entry {
+	uint32_t dpe_type;
+	uint16_t dpe_flags;
+	uint16_t dpe_reserv;
+	union {
+		uint64_t dpe_val;
+		char    *dpe_str;
+		void    *dpe_val_ptr;
+	};
+};
+
+typedef struct {
+	uint32_t                dpp_nr;
+	uint32_t                dpp_reserv;
+	struct daos_prop_entry *dpp_entries;
+} daos_prop_t;
+
+/* Zeroed properties of entries_nr entries (at most 128), NULL if not; freed with daos_prop_free,
+ * which frees an ACL entry's value too. */
+daos_prop_t *daos_prop_alloc(uint32_t entries_nr);
+void daos_prop_free(daos_prop_t *prop);
+
+/* An access control list (daos_security.h); opaque here. */
+struct daos_acl;
+
+/* Builds an ACL from ACE strings such as "A::OWNER@:rw" or "A:G:grp@:r": -DER_INVAL for an entry
+ * that does not parse or a principal given twice. */
+int daos_acl_from_strs(const char **ace_strs, size_t ace_nr, struct daos_acl **acl);
 
 enum daos_otype_t {
 	DAOS_OT_MULTI_HASHED = 0,

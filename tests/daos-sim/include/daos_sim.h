@@ -13,10 +13,15 @@ extern "C" {
 
 /*
  * Commands: "hang", "resume", "fail <der> <n>", "latency <us>", "bandwidth <gbps>",
- * "rpc_cost <us>", "reset_stats", "reset_data". Returns 0, or -DER_INVAL for an unknown or
- * malformed command.
+ * "rpc_cost <us>", "reset_stats", "reset_data", "deny connect|open|off" (refuse pool connects
+ * or container opens with -DER_NO_PERM). Returns 0, or -DER_INVAL for an unknown or malformed
+ * command.
  */
 int daos_sim_control(const char *cmd);
+
+/* The ACL container cont of pool pool was created with (else DAOS's default), one entry a line;
+ * NULL when there is no such container. Valid until the calling thread's next call. */
+const char *daos_sim_cont_acl(const char *pool, const char *cont);
 
 /* JSON object of counters; the string stays valid until the next call from the same thread. */
 const char *daos_sim_stats(void);

@@ -138,6 +138,9 @@ pub unsafe extern "C" fn daos_pool_connect2(
                 tracing::debug!(pool = %name, "pool_connect: no such pool");
                 return -DER_NONEXIST;
             };
+            if sim::DENY_CONNECT.load(Relaxed) {
+                return -DER_NO_PERM;
+            }
             let h = handles::insert(Hdl::Pool(Arc::new(PoolH {
                 pool: p,
                 writable: flags & DAOS_PC_RO == 0,
@@ -273,7 +276,7 @@ pub unsafe extern "C" fn daos_cont_open2(
             return finish(ev, -DER_INVAL);
         }
         let writable = flags & DAOS_COO_RO == 0;
-        if writable && !p.writable {
+        if writable && !p.writable || sim::DENY_OPEN.load(Relaxed) {
             return finish(ev, -DER_NO_PERM);
         }
         let name = name.to_string();
@@ -349,7 +352,7 @@ pub unsafe extern "C" fn daos_cont_close(coh: daos_handle_t, ev: *mut daos_event
 pub unsafe extern "C" fn daos_cont_create_with_label(
     poh: daos_handle_t,
     label: *const c_char,
-    _cont_prop: *mut daos_prop_t,
+    cont_prop: *mut daos_prop_t,
     uuid: *mut uuid_t,
     ev: *mut daos_event_t,
 ) -> c_int {
@@ -363,6 +366,11 @@ pub unsafe extern "C" fn daos_cont_create_with_label(
         if !p.writable {
             return finish(ev, -DER_NO_PERM);
         }
+        // Read now: only the ACL is recorded (crate::acl); other properties are ignored.
+        let acl = match crate::acl::acl_of(cont_prop) {
+            Ok(a) => a,
+            Err(rc) => return finish(ev, rc),
+        };
         let label = label.to_string();
         let out = Raw(uuid);
         let work: Work = Box::new(move || {
@@ -373,6 +381,9 @@ pub unsafe extern "C" fn daos_cont_create_with_label(
             }
             let rf = default_rf();
             let c = Arc::new(ContData::new(&label, rf));
+            if let Some(acl) = acl {
+                *c.acl.lock() = acl;
+            }
             if !out.0.is_null() {
                 *out.0 = c.uuid;
             }

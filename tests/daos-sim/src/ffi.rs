@@ -160,11 +160,28 @@ pub struct daos_cont_info_t {
     pub ci_private: [u64; 6],
 }
 
-/// Opaque in the headers; never dereferenced.
+/// `struct daos_prop_entry`; the value union is 8 bytes (`dpe_val`, `dpe_str`, `dpe_val_ptr`).
 #[repr(C)]
-pub struct daos_prop_t {
-    _private: [u8; 0],
+#[derive(Clone, Copy, Debug)]
+pub struct daos_prop_entry {
+    pub dpe_type: u32,
+    pub dpe_flags: u16,
+    pub dpe_reserv: u16,
+    pub dpe_val_ptr: *mut c_void,
 }
+
+#[repr(C)]
+#[derive(Debug)]
+pub struct daos_prop_t {
+    pub dpp_nr: u32,
+    pub dpp_reserv: u32,
+    pub dpp_entries: *mut daos_prop_entry,
+}
+
+/// `DAOS_PROP_CO_ACL` of `enum daos_cont_props` (`DAOS_PROP_CO_MIN` 0x1000 + 10).
+pub const DAOS_PROP_CO_ACL: u32 = 0x100A;
+/// Most entries of one `daos_prop_t` (`DAOS_PROP_ENTRIES_MAX_NR`).
+pub const DAOS_PROP_ENTRIES_MAX_NR: u32 = 128;
 
 pub type uuid_t = [u8; 16];
 

@@ -6,6 +6,7 @@
 //!
 //! See README.md for what it models and what it does not.
 
+pub mod acl;
 pub mod api;
 pub mod copy;
 pub mod cost;
@@ -20,6 +21,7 @@ pub mod space;
 mod store;
 mod tx;
 
+pub use acl::{daos_acl_from_strs, daos_prop_alloc, daos_prop_free, daos_sim_cont_acl};
 pub use api::*;
 pub use errstr::{d_errdesc, d_errstr};
 pub use ffi::*;

@@ -277,6 +277,11 @@ fn parse_der(s: &str) -> Option<c_int> {
     crate::errstr::code_of(&name).filter(|&c| c != 0)
 }
 
+/// `deny connect`: every pool connect is refused with -DER_NO_PERM, as by a pool whose ACL does
+/// not name the caller; `deny open` the same for container opens; `deny off` ends both.
+pub static DENY_CONNECT: AtomicBool = AtomicBool::new(false);
+pub static DENY_OPEN: AtomicBool = AtomicBool::new(false);
+
 /// Applies one control command; 0 or -DER_INVAL.
 pub fn control(cmd: &str) -> c_int {
     global();
@@ -352,6 +357,20 @@ pub fn control(cmd: &str) -> c_int {
             Ok(off) => global().store.flip(dkey.as_bytes(), b"data", off) > 0,
             Err(_) => false,
         },
+        ["deny", what] => match *what {
+            "connect" => Some(&DENY_CONNECT),
+            "open" => Some(&DENY_OPEN),
+            "off" => {
+                DENY_CONNECT.store(false, Relaxed);
+                DENY_OPEN.store(false, Relaxed);
+                None
+            }
+            _ => return -DER_INVAL,
+        }
+        .is_none_or(|flag| {
+            flag.store(true, Relaxed);
+            true
+        }),
         ["drop_akey", akey] => {
             global().store.drop_akey(akey.as_bytes());
             true

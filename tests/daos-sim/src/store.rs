@@ -373,6 +373,9 @@ pub struct ContData {
     objects: RwLock<FastMap<(u64, u64), Arc<ObjData>>>,
     /// User-defined attributes (daos_cont_set_attr / daos_cont_get_attr).
     pub attrs: Mutex<HashMap<String, Vec<u8>>>,
+    /// The ACL it was created with (`DAOS_PROP_CO_ACL`), else DAOS's default; recorded, not
+    /// enforced (`crate::acl`).
+    pub acl: Mutex<Vec<String>>,
 }
 
 impl ContData {
@@ -383,6 +386,7 @@ impl ContData {
             rf,
             objects: RwLock::new(FastMap::default()),
             attrs: Mutex::new(HashMap::new()),
+            acl: Mutex::new(crate::acl::DEFAULT_CONT_ACL.iter().map(|s| s.to_string()).collect()),
         }
     }
 

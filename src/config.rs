@@ -60,6 +60,9 @@ pub struct Config {
     pub system: String,
     pub daos_lib: String,
     pub create_container: bool,
+    /// ACL entries a container the plugin creates is given beside its owner's
+    /// (`crate::daos::acl`); empty: the owner alone.
+    pub cont_acl: Vec<String>,
     /// Object class name ("SX", "RP_3GX", ...); None lets DAOS choose from the container's
     /// redundancy factor.
     pub oclass: Option<String>,
@@ -116,6 +119,11 @@ pub const PARAMS: &[Param] = &[
         // turn a bucket's container creation off.
         default: |_| String::new(),
         description: "create the container when it does not exist (true/false; empty: false, or true for the S3 bucket's container)",
+    },
+    Param {
+        name: "cont_acl",
+        default: |_| String::new(),
+        description: "DAOS ACL entries a container this plugin creates admits beside its owner, comma-separated, such as A::alice@:rw,A:G:svc@:r (empty: the owner alone)",
     },
     Param {
         name: "oclass",
@@ -340,6 +348,7 @@ impl Config {
                 v if v.trim().is_empty() => false,
                 v => parse_bool("create_container", &v)?,
             },
+            cont_acl: crate::daos::acl::parse_cont_acl(&get("cont_acl"))?,
             oclass,
             chunk_bytes: parse_chunk(&get("chunk_bytes"))?,
             spread_chunks: parse_bool("spread_chunks", &get("spread_chunks"))?,
@@ -556,6 +565,93 @@ mod tests {
                 assert!(shown.starts_with('`') && shown.ends_with('`'), "{name}: default cell {shown:?}");
                 assert_eq!(plain, shown.trim_matches('`'), "{name}");
                 assert_eq!(with_env, plain, "{name}: README shows no environment variable");
+            }
+        }
+    }
+}
+
+/// Backend parameters as NIXL hands them over: any names, any strings (the shim reads C
+/// strings, so no NUL; `Config::parse` is checked with NULs too). Never a panic; a value is
+/// refused with an error that names the parameter and is NIXL's NIXL_ERR_INVALID_PARAM, or
+/// taken as its plain reading.
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "[ +-]?[0-9]{0,25}[ ]?",
+            Just(String::new()),
+            Just("-1".to_string()),
+            Just("1e99".to_string()),
+            Just("99999999999999999999999".to_string()),
+            Just("\u{ff}\u{0}x".to_string()),
+            Just(" 12 ".to_string()),
+            Just("0x10".to_string()),
+            Just("NaN".to_string()),
+            Just("TRUE".to_string()),
+            Just("a".repeat(200)),
+        ]
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz(512))]
+
+        #[test]
+        fn any_value_of_any_parameter_is_taken_or_refused_by_name(i in 0..PARAMS.len(), v in value()) {
+            let name = PARAMS[i].name;
+            let params = vec![
+                ("pool".to_string(), "p".to_string()),
+                ("container".to_string(), "c".to_string()),
+                (name.to_string(), v.clone()),
+            ];
+            match Config::parse(&params, &no_env) {
+                Err(e) => {
+                    prop_assert_eq!(e.status(), crate::error::Status::InvalidParam);
+                    prop_assert!(e.to_string().contains(name), "{}", e);
+                }
+                Ok(c) => {
+                    let int = v.trim().parse::<u64>().ok();
+                    match name {
+                        "num_queues" => prop_assert_eq!(Some(c.num_queues as u64), int),
+                        "max_inflight" => prop_assert_eq!(Some(c.max_inflight as u64), int),
+                        "timeout_ms" => prop_assert_eq!(Some(c.timeout_ms), int),
+                        // Blank: not given (5 s, or timeout_ms when shorter).
+                        "read_timeout_ms" if v.trim().is_empty() => prop_assert_eq!(c.read_timeout_ms, DEFAULT_READ_TIMEOUT_MS),
+                        "read_timeout_ms" => prop_assert_eq!(Some(c.read_timeout_ms), int),
+                        "stage_bytes" => prop_assert_eq!(Some(c.stage_bytes), int),
+                        "chunk_bytes" => prop_assert_eq!(Some(c.chunk_bytes), int),
+                        "evict_reclaim_ms" => prop_assert_eq!(Some(c.evict.reclaim_ms), int),
+                        "evict_keep_free" => prop_assert_eq!(Some((c.evict.keep_free * 100.0).round() as u64), int),
+                        "pool" => prop_assert_eq!(c.pool.as_str(), v.trim()),
+                        "container" => prop_assert_eq!(c.container.as_str(), v.trim()),
+                        _ => {}
+                    }
+                    prop_assert!(c.pool.len() <= 127 && !c.pool.contains('\0'));
+                    prop_assert!(c.container.len() <= 127 && !c.container.contains('\0'));
+                    prop_assert!((1..=64).contains(&c.num_queues) && c.stage_bytes >= MIN_STAGE_BYTES);
+                }
+            }
+        }
+
+        #[test]
+        fn any_parameter_list_parses_without_panic(
+            params in proptest::collection::vec((prop_oneof![
+                (0..PARAMS.len()).prop_map(|i| PARAMS[i].name.to_string()),
+                Just(BUCKET_ALIAS.to_string()),
+                any::<String>(),
+            ], value()), 0..6),
+        ) {
+            let env = |n: &str| (n == "DAOS_POOL").then(|| "envpool".to_string());
+            if let Err(e) = Config::parse(&params, &env) {
+                prop_assert_eq!(e.status(), crate::error::Status::InvalidParam);
             }
         }
     }

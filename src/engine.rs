@@ -121,11 +121,18 @@ impl Layout {
                 "records the chunk size {chunk}, not a power of two from {MIN_CHUNK_BYTES} to {MAX_CHUNK_BYTES}"
             )));
         }
-        if chunk > 0 && oid.lo != Layout::lo(chunk, spread) {
+        // Every version wrote 16-byte records of `OBJECT_LO` too: a record naming any other `lo`
+        // would put the keys in another object of the container (the one at `OBJECT_LO + 1` is
+        // the index), and the index, which eviction punches in, beside that.
+        if oid.lo != Layout::lo(chunk, spread) {
             return Err(bad(format!(
-                "records object {:#x}.{:#x} for chunks of {chunk} bytes, whose object is {:#x}.*",
+                "records object {:#x}.{:#x} for {}, whose object is {:#x}.*",
                 oid.hi,
                 oid.lo,
+                match chunk {
+                    0 => "one dkey per key".to_string(),
+                    c => format!("chunks of {c} bytes"),
+                },
                 Layout::lo(chunk, spread)
             )));
         }
@@ -366,6 +373,14 @@ impl Engine {
             } else {
                 "Check the label (`dmg pool list`) and that daos_agent runs on this host"
             };
+            if e.is_no_perm() {
+                let hint = crate::daos::acl::no_perm_hint("daos_pool_connect2", &cfg.pool, None);
+                return Error::InvalidArg(format!(
+                    "cannot connect to DAOS pool {:?} of system {:?}: {e}: {hint}",
+                    cfg.pool, cfg.system
+                ))
+                .with_der(e.der());
+            }
             Error::InvalidArg(format!(
                 "cannot connect to DAOS pool {:?} of system {:?}: {e}. {check}",
                 cfg.pool, cfg.system
@@ -383,12 +398,22 @@ impl Engine {
                 }
             }
         };
-        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, bound).map_err(|e| {
+        if !cfg.cont_acl.is_empty() && !cfg.create_container {
+            tracing::warn!(
+                "DAOS backend: cont_acl applies to a container this plugin creates, and create_container is off"
+            );
+        }
+        let acl = crate::daos::acl::creation_acl(&cfg.cont_acl);
+        let cont = Container::open(lib, &pool, &cfg.container, cfg.create_container, &acl, bound).map_err(|e| {
             abandon_on_timeout(&e, &pool, None);
-            let hint = if e.is_nonexistent() {
-                "; create it (`daos cont create <pool> <label>`) or pass create_container=true"
-            } else {
-                ""
+            let hint = match &e {
+                e if e.is_nonexistent() => {
+                    "; create it (`daos cont create <pool> <label>`) or pass create_container=true".to_string()
+                }
+                Error::Daos { call, .. } if e.is_no_perm() => {
+                    format!(": {}", crate::daos::acl::no_perm_hint(call, &cfg.pool, Some(&cfg.container)))
+                }
+                _ => String::new(),
             };
             Error::InvalidArg(format!("cannot open container {:?} in pool {:?}: {e}{hint}", cfg.container, cfg.pool))
                 .with_der(e.der())
@@ -804,5 +829,71 @@ mod tests {
         let mut odd = good.clone();
         odd[16..24].copy_from_slice(&3000u64.to_le_bytes());
         assert!(Layout::from_bytes(&odd).unwrap_err().contains("chunk size 3000"));
+        // An unchunked record names `OBJECT_LO`, as every version wrote it: not the index beside
+        // it, nor any other object of the container.
+        for lo in [OBJECT_LO + 1, OBJECT_LO - 1, Layout::lo(1 << 22, true), 0, u64::MAX] {
+            let err = Layout::from_bytes(&oid(lo, 2).to_bytes()).unwrap_err();
+            assert!(err.contains("for one dkey per key, whose object is 0x6e69786c64616f73"), "{err}");
+        }
+    }
+}
+
+/// The layout record (`OBJECT_ID_ATTR`) as another writer to the container could have set it:
+/// any bytes are refused with a message naming the attribute, or read as a layout whose keys'
+/// object is the one this plugin gives that layout (`Layout::lo`), so that the keys' object and
+/// the eviction index beside it (`lo` + 1, which eviction punches in) are never some other
+/// object of the container; and what reads is exactly what `to_bytes` writes for it.
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Records near the ones the plugin writes: its objects' `lo`s, chunk sizes of both kinds,
+    /// the naming rule and lengths about the three valid ones.
+    fn records() -> impl Strategy<Value = Vec<u8>> {
+        let lo = prop_oneof![
+            any::<u64>(),
+            Just(OBJECT_LO),
+            Just(OBJECT_LO + 1),
+            Just(OBJECT_LO.wrapping_sub(1)),
+            Just(u64::MAX),
+            (16u32..=30, any::<bool>()).prop_map(|(s, spread)| Layout::lo(1 << s, spread)),
+            (16u32..=30, any::<bool>()).prop_map(|(s, spread)| Layout::lo(1 << s, spread) - 1),
+        ];
+        let chunk = prop_oneof![any::<u64>(), (0u32..64).prop_map(|s| 1u64 << s), Just(0u64)];
+        let rule = prop_oneof![Just(SPREAD_NAMES), any::<u64>()];
+        (lo, any::<u64>(), chunk, rule, 0usize..=40).prop_map(|(lo, hi, chunk, rule, len)| {
+            let mut b = ObjectId { lo, hi }.to_bytes().to_vec();
+            b.extend_from_slice(&chunk.to_le_bytes());
+            b.extend_from_slice(&rule.to_le_bytes());
+            b.resize(len, 0xa5);
+            b
+        })
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz(4096))]
+
+        #[test]
+        fn any_layout_record_is_refused_or_names_the_plugins_own_object(b in records()) {
+            match Layout::from_bytes(&b) {
+                Ok(l) => {
+                    prop_assert_eq!(l.to_bytes(), b);
+                    prop_assert_eq!(l.oid.lo, Layout::lo(l.chunk, l.spread()), "{:?}", l);
+                    prop_assert!(l.chunk == 0 || (l.chunk.is_power_of_two() && (MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&l.chunk)));
+                    prop_assert_eq!(l.index_id().lo, l.oid.lo + 1);
+                }
+                Err(e) => prop_assert!(e.contains(OBJECT_ID_ATTR), "{}", e),
+            }
+        }
+
+        #[test]
+        fn layouts_round_trip(groups in 1u64..=0xffff, shift in 16u32..=30, chunked in any::<bool>(), spread in any::<bool>()) {
+            let chunk = if chunked { 1u64 << shift } else { 0 };
+            let id = ObjectId { lo: Layout::lo(chunk, spread && chunked), hi: (1 << 56) | (groups << 32) | 7 };
+            let l = Layout::new(id, chunk, spread);
+            prop_assert_eq!(Layout::from_bytes(&l.to_bytes()), Ok(l));
+        }
     }
 }

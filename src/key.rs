@@ -353,3 +353,69 @@ mod tests {
         assert!(ObjectKey::from_registration(b"nixl-daos.chunk.1", 0).check_reserved().is_ok());
     }
 }
+
+/// Keys as a caller may pass them (metaInfo is any bytes: NUL, non-UTF-8, the reserved tag,
+/// empty) and dkeys as the index or a listing may hand them back: never a panic, and the
+/// chunks of a key a caller may register name that key and no other.
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Bytes rich in the tag's pieces, so that the chunk parsing meets near misses.
+    fn keyish() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..6),
+            Just(CHUNK_TAG.to_vec()),
+            Just(RESERVED.to_vec()),
+            Just(b"\0".to_vec()),
+            Just(b".".to_vec()),
+            (0u64..u64::MAX).prop_map(|n| n.to_string().into_bytes()),
+            Just(b"+7".to_vec()),
+            Just("\u{ff}\u{2603}".as_bytes().to_vec()),
+        ];
+        proptest::collection::vec(piece, 0..6).prop_map(|p| p.concat())
+    }
+
+    fn names() -> impl Strategy<Value = ChunkNames> {
+        prop_oneof![Just(ChunkNames::Plain), (0u32..80).prop_map(|groups| ChunkNames::Spread { groups })]
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz(1024))]
+
+        #[test]
+        fn any_key_bytes_parse_without_panic(meta in keyish(), dev in any::<u64>(), groups in 0u32..100) {
+            let k = ObjectKey::from_registration(&meta, dev);
+            // NIXL's rule: metaInfo, or the decimal devId; never an empty dkey (DAOS refuses one).
+            prop_assert!(!k.as_bytes().is_empty());
+            if !meta.is_empty() {
+                prop_assert_eq!(k.as_bytes(), &meta[..]);
+            }
+            let _ = (k.chunk_index(), k.display(), group(k.as_bytes(), groups));
+            let base = k.base();
+            prop_assert!(k.as_bytes().starts_with(base.as_bytes()));
+            // Refused exactly when it holds the reserved bytes.
+            let reserved = k.as_bytes().windows(RESERVED.len()).any(|w| w == RESERVED);
+            prop_assert_eq!(k.check_reserved().is_err(), reserved);
+            if !reserved {
+                prop_assert_eq!((base, k.chunk_index()), (k.clone(), 0));
+            }
+        }
+
+        #[test]
+        fn a_registrable_keys_chunks_name_it_alone(mut meta in keyish(), index in 0u64..10_000, names in names()) {
+            if ObjectKey::from_registration(&meta, 0).check_reserved().is_err() {
+                meta.retain(|&b| b != 0); // what a caller may register: no reserved bytes
+            }
+            let k = ObjectKey::from_registration(&meta, 0);
+            prop_assert!(k.check_reserved().is_ok());
+            let d = k.chunk(index, names);
+            prop_assert_eq!(d.clone(), k.chunk(index, names), "the same name every time");
+            prop_assert_eq!((d.base(), d.chunk_index()), (k.clone(), index));
+            // A later chunk's dkey is in the reserved space: no caller can register it.
+            prop_assert_eq!(d.check_reserved().is_err(), index > 0);
+        }
+    }
+}

@@ -31,8 +31,19 @@ mod log;
 #[cfg(any(nd_shim, test))]
 mod nixl_version;
 mod planner;
+mod private_file;
 mod record;
 mod registry;
 mod stage;
 mod totals;
 mod watch;
+
+/// Settings of the crate's property tests (proptest, `cargo test --release`): `cases` random
+/// inputs per property, so the whole set runs in seconds, and no regression files written into
+/// the tree (a failure prints its minimal input). `PROPTEST_CASES` overrides the count for a
+/// longer run: `PROPTEST_CASES=100000 cargo test --release --lib props`.
+#[cfg(test)]
+fn fuzz(cases: u32) -> proptest::test_runner::Config {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(cases);
+    proptest::test_runner::Config { cases, failure_persistence: None, ..proptest::test_runner::Config::default() }
+}

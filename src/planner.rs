@@ -243,3 +243,80 @@ mod tests {
         assert_eq!((far.len(), &far[0].key), (1, &key("k")));
     }
 }
+
+/// Descriptors as a caller may pass them (NIXL checks the DRAM side against its registrations,
+/// not the OBJ side's offsets): any offsets and lengths, zero-length, overlapping, past
+/// `u64::MAX` and DAOS's largest index. Never a panic; refused, naming the key, exactly when a
+/// descriptor reaches past DAOS's largest record index; otherwise every byte asked for goes to
+/// exactly one fold, of the chunk of its own key that holds it.
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn pairs() -> impl Strategy<Value = Vec<Pair>> {
+        let big = i64::MAX as u64;
+        let offset = prop_oneof![0u64..(1 << 24), Just(big), Just(big - 1), Just(u64::MAX), any::<u64>()];
+        let len = prop_oneof![Just(0u64), 1u64..(1 << 22), Just(1), Just(u64::MAX), Just(big), any::<u64>()];
+        // A length that stays inside DAOS's index space is cut to 16 MiB at most: a real one
+        // needs as much caller memory (NIXL checks the DRAM side against its registrations),
+        // and the planner cuts it into that many chunks.
+        let pair = (0u8..3, offset, len, any::<u64>()).prop_map(|(k, offset, len, addr)| Pair {
+            addr,
+            offset,
+            len: match offset.checked_add(len) {
+                Some(end) if end <= i64::MAX as u64 && len > 1 << 24 => len % (1 << 24),
+                _ => len,
+            },
+            key: ObjectKey::from_registration(&[b'k', k], 0),
+        });
+        proptest::collection::vec(pair, 0..8)
+    }
+
+    fn layouts() -> impl Strategy<Value = (u64, ChunkNames)> {
+        let names = prop_oneof![Just(ChunkNames::Plain), (0u32..70).prop_map(|groups| ChunkNames::Spread { groups })];
+        (prop_oneof![Just(0u64), (16u32..=30).prop_map(|s| 1u64 << s)], names)
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz(512))]
+
+        #[test]
+        fn any_descriptors_are_planned_or_refused(pairs in pairs(), (chunk_bytes, names) in layouts()) {
+            let past = pairs.iter().any(|p| p.len > 0 && p.offset.checked_add(p.len).is_none_or(|e| e > i64::MAX as u64));
+            let asked: u64 = pairs.iter().map(|p| p.len).fold(0, u64::saturating_add);
+            match plan(pairs.clone(), chunk_bytes, names) {
+                Err(e) => {
+                    prop_assert!(past, "refused: {}", e);
+                    prop_assert!(e.to_string().contains("largest DAOS record index"), "{}", e);
+                }
+                Ok(folds) => {
+                    prop_assert!(!past);
+                    let mut moved = 0u64;
+                    for f in &folds {
+                        let base = f.key.base();
+                        prop_assert!(pairs.iter().any(|p| p.key == base), "a fold of no key asked for");
+                        prop_assert!(f.value_len <= i64::MAX as u64);
+                        for e in &f.extents {
+                            prop_assert!(e.len > 0 && e.offset + e.len <= f.value_len);
+                            match e.offset.checked_div(chunk_bytes) {
+                                Some(index) => {
+                                    prop_assert_eq!((e.offset + e.len - 1) / chunk_bytes, index, "an extent across a chunk");
+                                    prop_assert_eq!(&f.key, &base.chunk(index, names));
+                                }
+                                None => prop_assert_eq!(&f.key, &base), // chunks off
+                            }
+                            moved += e.len;
+                        }
+                    }
+                    prop_assert_eq!(moved, asked);
+                    // Every key with bytes asked has a fold of its first dkey (its record).
+                    for p in pairs.iter().filter(|p| p.len > 0) {
+                        prop_assert!(folds.iter().any(|f| f.key == p.key));
+                    }
+                }
+            }
+        }
+    }
+}

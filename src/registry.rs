@@ -31,7 +31,8 @@ use crate::key::ObjectKey;
 struct Entry {
     id: u64,
     start: u64,
-    end: u64,
+    /// The last offset covered (inclusive: a range reaching `u64::MAX` stays non-empty).
+    last: u64,
     key: ObjectKey,
 }
 
@@ -66,14 +67,16 @@ impl Registration {
     }
 }
 
-/// [start, end) of a registration. NIXL's agent takes a zero-length registration as one with no
-/// range limit (it stores it as reaching the end of the address space), so it covers every
-/// offset from `addr` on; so does this.
+/// [start, last] of a registration: the first and last offsets it covers, inclusive, so that a
+/// range at the end of the offsets (`u64::MAX`, length 1, or one cut there) is not read as empty
+/// and let past another key's. NIXL's agent takes a zero-length registration as one with no range
+/// limit (it stores it as reaching the end of the address space), so it covers every offset from
+/// `addr` on; so does this.
 fn range(addr: u64, len: u64) -> (u64, u64) {
     if len == 0 {
         (addr, u64::MAX)
     } else {
-        (addr, addr.saturating_add(len))
+        (addr, addr.saturating_add(len - 1))
     }
 }
 
@@ -84,22 +87,22 @@ fn lock(t: &Table) -> std::sync::MutexGuard<'_, HashMap<u64, Vec<Entry>>> {
 
 impl Registry {
     pub fn register(&self, dev_id: u64, addr: u64, len: u64, key: ObjectKey) -> Result<Registration> {
-        let (start, end) = range(addr, len);
+        let (start, last) = range(addr, len);
         let mut table = lock(&self.table);
         let live = table.entry(dev_id).or_default();
-        if let Some(other) = live.iter().find(|e| e.key != key && e.start < end && start < e.end) {
+        if let Some(other) = live.iter().find(|e| e.key != key && e.start <= last && start <= e.last) {
             return Err(Error::InvalidArg(format!(
-                "OBJ devId {dev_id} at offsets [{start}, {end}) for key {:?} overlaps the live registration of key {:?} \
-                 on the same devId at [{}, {}): NIXL routes a transfer by devId and offset, so a transfer meant for one \
+                "OBJ devId {dev_id} at offsets {start} to {last} for key {:?} overlaps the live registration of key {:?} \
+                 on the same devId at offsets {} to {}: NIXL routes a transfer by devId and offset, so a transfer meant for one \
                  key could move the other's bytes; give each key its own devId, or deregister the other key first",
                 key.display(),
                 other.key.display(),
                 other.start,
-                other.end
+                other.last
             )));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        live.push(Entry { id, start, end, key: key.clone() });
+        live.push(Entry { id, start, last, key: key.clone() });
         Ok(Registration { key, _ticket: Some(Ticket { table: Arc::downgrade(&self.table), dev_id, id }) })
     }
 
@@ -165,6 +168,18 @@ mod tests {
     }
 
     #[test]
+    fn ranges_at_the_end_of_the_offsets_are_not_empty() {
+        let r = Registry::default();
+        let _a = r.register(11, 0, 0, key("A")).unwrap(); // to the end
+                                                          // The last offset alone, and a range cut at the end, still overlap A's.
+        assert!(r.register(11, u64::MAX, 1, key("B")).is_err());
+        assert!(r.register(11, u64::MAX - 4, 10, key("B")).is_err());
+        let _c = r.register(12, u64::MAX, 1, key("C")).unwrap();
+        assert!(r.register(12, 1, u64::MAX, key("D")).is_err());
+        let _d = r.register(12, 0, u64::MAX, key("D")).unwrap(); // [0, u64::MAX - 1]
+    }
+
+    #[test]
     fn a_registration_outliving_its_registry_drops_cleanly() {
         let r = Registry::default();
         let a = r.register(1, 0, 10, key("A")).unwrap();
@@ -172,5 +187,58 @@ mod tests {
         drop(a);
         let d = Registration::detached(key("X"));
         assert_eq!(d.key, key("X"));
+    }
+}
+
+/// Registrations of any devIds, offsets and lengths (NIXL passes them through unchecked, up to
+/// u64::MAX), registered and dropped in any order: never a panic, and at no time two live
+/// registrations of one devId with different keys over overlapping ranges.
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn offset() -> impl Strategy<Value = u64> {
+        prop_oneof![0u64..64, Just(u64::MAX), Just(u64::MAX - 1), Just(1 << 63), any::<u64>()]
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz(512))]
+
+        #[test]
+        fn live_registrations_never_overlap_across_keys(
+            ops in proptest::collection::vec((0u64..3, offset(), offset(), 0u8..3, any::<bool>(), any::<usize>()), 1..40),
+        ) {
+            let r = Registry::default();
+            // What the test holds: (devId, [start, end) in exact arithmetic, key, registration).
+            let mut live: Vec<(u64, (u128, u128), ObjectKey, Registration)> = Vec::new();
+            for (dev, addr, len, key, drop_one, which) in ops {
+                if drop_one && !live.is_empty() {
+                    live.swap_remove(which % live.len());
+                    continue;
+                }
+                let key = ObjectKey::from_registration(&[b'k', key], 0);
+                // NIXL's view, without overflow: offsets run to 2^64, and a zero length reaches
+                // there.
+                let start = u128::from(addr);
+                let end = if len == 0 { 1u128 << 64 } else { (start + u128::from(len)).min(1 << 64) };
+                let clash = live.iter().any(|(d, (s, e), k, _)| *d == dev && *k != key && *s < end && start < *e);
+                match r.register(dev, addr, len, key.clone()) {
+                    Ok(reg) => {
+                        prop_assert!(!clash, "devId {} [{}, {}) accepted over another key's range", dev, start, end);
+                        live.push((dev, (start, end), key, reg));
+                    }
+                    Err(e) => {
+                        prop_assert!(clash, "refused without a clash: {}", e);
+                        let named = format!("devId {dev}");
+                        prop_assert!(e.to_string().contains(&named));
+                    }
+                }
+                prop_assert_eq!(r.live(), live.len());
+            }
+            drop(live);
+            prop_assert_eq!(r.live(), 0);
+        }
     }
 }

@@ -1299,3 +1299,78 @@ fn a_chunked_write_failed_in_part_never_reads_back_mixed() {
         "no write was torn ({torn}) or left its key missing ({missing}): the test tested nothing"
     );
 }
+
+/// The ACL daos-sim recorded for container `cont` of pool "sim" (its creation's, else DAOS's
+/// default), one entry per element; None when there is no such container.
+fn cont_acl(cont: &str) -> Option<Vec<String>> {
+    type AclFn = unsafe extern "C" fn(*const c_char, *const c_char) -> *const c_char;
+    // SAFETY: the symbol has this signature (tests/daos-sim/src/acl.rs); the library stays loaded.
+    let f = unsafe { *sim()._lib.get::<AclFn>(b"daos_sim_cont_acl").unwrap() };
+    let (p, c) = (CString::new("sim").unwrap(), CString::new(cont).unwrap());
+    // SAFETY: NUL-terminated strings; the result stays valid until this thread calls again.
+    let s = unsafe { f(p.as_ptr(), c.as_ptr()) };
+    // SAFETY: NULL or a NUL-terminated string (above).
+    (!s.is_null()).then(|| unsafe { CStr::from_ptr(s) }.to_string_lossy().lines().map(str::to_string).collect())
+}
+
+fn create_err(container: &str, extra: &[(&str, &str)]) -> Error {
+    let mut params = vec![
+        ("pool".to_string(), "sim".to_string()),
+        ("container".to_string(), container.to_string()),
+        ("daos_lib".to_string(), sim_path()),
+    ];
+    params.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    match Engine::create(Config::from_params(&params).unwrap()) {
+        Ok(_) => panic!("create_backend of {container} succeeded"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_created_container_admits_its_owner_alone_unless_cont_acl_says_more() {
+    let _g = exclusive();
+    // DAOS's default, which the plugin no longer asks for: the owner's group may read and write.
+    assert_eq!(cont_acl("kv").unwrap(), ["A::OWNER@:rwdtTaAo", "A:G:GROUP@:rwtT"]);
+    drop(engine("acl-default", &[]));
+    assert_eq!(cont_acl("acl-default").unwrap(), ["A::OWNER@:rwdtTaAo"]);
+    drop(engine("acl-shared", &[("cont_acl", "A:G:svc@:r, A::alice@:rw")]));
+    // As DAOS orders an ACL: owner, users, groups.
+    assert_eq!(cont_acl("acl-shared").unwrap(), ["A::OWNER@:rwdtTaAo", "A::alice@:rw", "A:G:svc@:r"]);
+    drop(engine("acl-owner", &[("cont_acl", "A::OWNER@:rw,A::EVERYONE@:r")]));
+    assert_eq!(cont_acl("acl-owner").unwrap(), ["A::OWNER@:rw", "A::EVERYONE@:r"]);
+    // An existing container keeps its ACL: cont_acl applies at creation only.
+    drop(engine("acl-shared", &[("cont_acl", "A::bob@:rw")]));
+    assert_eq!(cont_acl("acl-shared").unwrap(), ["A::OWNER@:rwdtTaAo", "A::alice@:rw", "A:G:svc@:r"]);
+    // A bad entry is refused before anything is created, naming the entry and the form.
+    let params = [("pool", "sim"), ("container", "acl-bad"), ("cont_acl", "A::alice@:rw,A::bob:rw")];
+    let params: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let e = Config::from_params(&params).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidParam);
+    let msg = e.to_string();
+    assert!(msg.contains("entry \"A::bob:rw\"") && msg.contains("A:G:svc@:r"), "{msg}");
+    assert!(cont_acl("acl-bad").is_none());
+}
+
+#[test]
+fn a_refusal_for_rights_names_the_user_and_the_fix() {
+    let _g = exclusive();
+    // SAFETY: plain calls; the name is copied out before any other passwd lookup.
+    let user = unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        assert!(!pw.is_null());
+        CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
+    };
+    control("deny connect");
+    let e = create_err("kv", &[]);
+    control("deny off");
+    let msg = e.to_string();
+    assert!(msg.contains("DER_NO_PERM") && msg.contains(&format!("user {user} (uid")), "{msg}");
+    assert!(msg.contains(&format!("`dmg pool update-acl -e A::{user}@:rw sim`")), "{msg}");
+    assert_eq!(e.status(), Status::Backend);
+    control("deny open");
+    let e = create_err("kv", &[]);
+    control("deny off");
+    let msg = e.to_string();
+    assert!(msg.contains(&format!("`daos cont update-acl sim kv --entry A::{user}@:rwt`")), "{msg}");
+    assert!(msg.contains("cont_acl"), "{msg}");
+}

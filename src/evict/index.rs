@@ -69,6 +69,13 @@ impl LedgerEntry {
         let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
         Some(LedgerEntry { who: w(0), at_ms: w(1), credit: w(2), demand: w(3) })
     }
+
+    /// Whether the entry was written within `window_ms` of `now_ms`, before or after: one dated
+    /// further ahead (a clock far off, or bytes no engine wrote) is stale, not fresh for ever
+    /// (it would hold its credit, up to the whole pool, over every engine's eviction).
+    pub fn fresh(&self, now_ms: u64, window_ms: u64) -> bool {
+        now_ms.abs_diff(self.at_ms) <= window_ms
+    }
 }
 
 /// One key write as the index keeps it: the key, the id of the write (what the key's `gen`
@@ -148,6 +155,13 @@ impl Claim {
             at_ms: u64::from_le_bytes(b[8..].try_into().unwrap()),
         })
     }
+
+    /// Whether the claim was taken less than `lease_ms` from `now_ms`, before or after: one
+    /// dated further ahead is as lapsed as an old one, not held for ever (a segment no engine
+    /// could then evict, and the head stuck below it).
+    pub fn within(&self, now_ms: u64, lease_ms: u64) -> bool {
+        now_ms.abs_diff(self.at_ms) < lease_ms
+    }
 }
 
 pub fn u64_from(b: &[u8]) -> Option<u64> {
@@ -191,5 +205,128 @@ mod tests {
         assert_eq!(LedgerEntry::from_bytes(&l.to_bytes()), Some(l));
         assert_eq!(LedgerEntry::from_bytes(&[0; 31]), None);
         assert_eq!(ledger_akey(7), b"l07");
+    }
+}
+
+/// What another writer to the container could have left in the index (it needs no more than
+/// the rights the plugin has), decoded: never a panic, every batch either refused with a
+/// message or read exactly as its bytes say.
+///
+/// What a record may name: the evictor punches a record's key only in the keys' object (its
+/// `keys` handle; the index object's own dkeys are punched only by segment number), and only
+/// while that dkey's value record (`crate::record`) still names the record's write id. So a
+/// record reaches no other object or container whatever its bytes; what the parser itself must
+/// ensure, checked here, is that a key is exactly the non-empty bytes the batch holds for it
+/// (nothing read past the batch or made up) and that nothing of the batch is skipped.
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn records() -> impl Strategy<Value = Vec<Record>> {
+        let key = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 1..48).prop_map(|k| ObjectKey::from_registration(&k, 0)),
+            any::<u64>().prop_map(|dev| ObjectKey::from_registration(b"", dev)),
+            (proptest::collection::vec(any::<u8>(), 1..16), 1u64..1000)
+                .prop_map(|(k, i)| ObjectKey::from_registration(&k, 0).chunk(i, crate::key::ChunkNames::Plain)),
+        ];
+        proptest::collection::vec(
+            (key, any::<u64>(), any::<u64>()).prop_map(|(key, id, bytes)| Record { key, id, bytes }),
+            0..8,
+        )
+    }
+
+    /// A batch as the plugin writes one, then cut, grown, or with bytes changed: most of the
+    /// inputs reach past the version byte and the first header.
+    fn batches() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..160),
+            proptest::collection::vec(any::<u8>(), 0..160).prop_map(|b| [&[BATCH_V1][..], &b].concat()),
+            (records(), any::<usize>()).prop_map(|(r, cut)| {
+                let b = encode(&r);
+                b[..cut % (b.len() + 1)].to_vec()
+            }),
+            (records(), proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4)).prop_map(|(r, edits)| {
+                let mut b = encode(&r);
+                for (at, v) in edits {
+                    let at = at % b.len();
+                    b[at] = v;
+                }
+                b
+            }),
+            (records(), proptest::collection::vec(any::<u8>(), 1..24))
+                .prop_map(|(r, tail)| [encode(&r), tail].concat()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz(2048))]
+
+        #[test]
+        fn any_batch_is_refused_with_a_reason_or_read_exactly(b in batches()) {
+            match decode(&b) {
+                Ok(recs) => {
+                    // Every byte accounted for, in order: the keys are the batch's own bytes.
+                    prop_assert_eq!(encode(&recs), b);
+                    for r in &recs {
+                        prop_assert!(!r.key.as_bytes().is_empty());
+                    }
+                }
+                Err(e) => prop_assert!(!e.is_empty()),
+            }
+        }
+
+        #[test]
+        fn batches_round_trip(recs in records()) {
+            let b = encode(&recs);
+            prop_assert_eq!(b.len(), 1 + recs.iter().map(Record::encoded_len).sum::<usize>());
+            prop_assert_eq!(decode(&b).unwrap(), recs.clone());
+            // A cut batch gives fewer records (cut at a record's end) or an error, never another.
+            for cut in 1..b.len() {
+                if let Ok(got) = decode(&b[..cut]) {
+                    prop_assert!(got.len() < recs.len() && recs[..got.len()] == got[..], "cut at {}", cut);
+                }
+            }
+        }
+
+        #[test]
+        fn ledger_entries_and_claims_read_only_their_own_size(
+            b in proptest::collection::vec(any::<u8>(), 0..40),
+            now in any::<u64>(),
+            window in any::<u64>(),
+        ) {
+            match LedgerEntry::from_bytes(&b) {
+                Some(e) => {
+                    prop_assert_eq!(b.len(), 32);
+                    prop_assert_eq!(&e.to_bytes()[..], &b[..]);
+                    // Fresh only near `now`, on either side: never for ever.
+                    prop_assert_eq!(e.fresh(now, window), e.at_ms.abs_diff(now) <= window);
+                }
+                None => prop_assert_ne!(b.len(), 32),
+            }
+            match Claim::from_bytes(&b) {
+                Some(c) => {
+                    prop_assert_eq!(b.len(), 16);
+                    prop_assert_eq!(&c.to_bytes()[..], &b[..]);
+                    prop_assert_eq!(c.within(now, window), c.at_ms.abs_diff(now) < window);
+                }
+                None => prop_assert_ne!(b.len(), 16),
+            }
+            prop_assert_eq!(u64_from(&b).is_some(), b.len() == 8);
+        }
+    }
+
+    #[test]
+    fn entries_dated_ahead_lapse() {
+        let now = 1_700_000_000_000u64;
+        let ahead = LedgerEntry { who: 1, at_ms: u64::MAX, credit: u64::MAX, demand: u64::MAX };
+        assert!(!ahead.fresh(now, 45_000), "an entry dated in the far future is stale");
+        assert!(LedgerEntry { at_ms: now + 2_000, ..ahead }.fresh(now, 45_000), "a clock 2 s ahead");
+        assert!(LedgerEntry { at_ms: now - 2_000, ..ahead }.fresh(now, 45_000));
+        let claim = Claim { who: 2, at_ms: u64::MAX };
+        assert!(!claim.within(now, 120_000), "a claim dated in the far future is lapsed");
+        assert!(Claim { who: 2, at_ms: now + 1_000 }.within(now, 120_000));
+        assert!(!Claim { who: 2, at_ms: now - 120_000 }.within(now, 120_000));
     }
 }

@@ -430,7 +430,7 @@ impl Worker {
         while self.punched.front().is_some_and(|(t, _)| t.elapsed() >= window) {
             self.punched.pop_front();
         }
-        self.punched.iter().map(|(_, b)| b).sum()
+        self.punched.iter().fold(0, |sum, (_, b)| sum.saturating_add(*b))
     }
 
     fn check_space(&mut self) {
@@ -486,7 +486,7 @@ impl Worker {
             // engine's unwritten records, oldest first. They are its newest writes, so only then.
             let (k, b) = self.evict_pending(goal - bytes);
             keys += k;
-            bytes += b;
+            bytes = bytes.saturating_add(b);
         }
         // Only a pass that went through the whole index and found nothing to punch says that
         // eviction cannot make room; a pass stopped by an error or by another engine's claim
@@ -540,7 +540,7 @@ impl Worker {
         let fresh_ms = self.settings.reclaim.as_millis() as u64 + LEDGER_SLACK_MS;
         let mut o = Others::default();
         for e in vals.iter().flatten().filter_map(|v| index::LedgerEntry::from_bytes(v)) {
-            if e.who != self.rec.writer && now.saturating_sub(e.at_ms) <= fresh_ms {
+            if e.who != self.rec.writer && e.fresh(now, fresh_ms) {
                 o.engines += 1;
                 o.credit = o.credit.saturating_add(e.credit);
                 o.demand = o.demand.saturating_add(e.demand);
@@ -580,7 +580,7 @@ impl Worker {
             match self.evict_segment(n, goal - bytes) {
                 Ok(Done { keys: k, bytes: b, finished, skipped }) => {
                     keys += k;
-                    bytes += b;
+                    bytes = bytes.saturating_add(b);
                     if !finished {
                         if skipped {
                             low_known = false; // another engine is on it
@@ -623,7 +623,7 @@ impl Worker {
         }
         let me = Claim { who: self.rec.writer, at_ms: now_ms() };
         match vals[1].as_deref().and_then(Claim::from_bytes) {
-            Some(c) if c.who != me.who && me.at_ms.saturating_sub(c.at_ms) < EVICT_LEASE_MS => {
+            Some(c) if c.who != me.who && c.within(me.at_ms, EVICT_LEASE_MS) => {
                 return Ok(Done { keys: 0, bytes: 0, finished: false, skipped: true });
             }
             Some(c) if c.who == me.who => {}
@@ -656,7 +656,7 @@ impl Worker {
         let live_elsewhere = vals[0]
             .as_deref()
             .and_then(Claim::from_bytes)
-            .is_some_and(|c| c.who != me.who && me.at_ms.saturating_sub(c.at_ms) < OWNER_SLACK_MS);
+            .is_some_and(|c| c.who != me.who && c.within(me.at_ms, OWNER_SLACK_MS));
         let (mut keys, mut bytes) = (0, 0);
         for (k, v) in vals[2..].iter().enumerate() {
             let Some(v) = v else { continue };
@@ -680,7 +680,9 @@ impl Worker {
                         match self.evict_key(r) {
                             Ok(true) => {
                                 keys += 1;
-                                bytes += r.bytes;
+                                // Saturating: `bytes` is what an index record says, which another writer to the
+                                // container may have stored (an overflow would wrap the goal's check).
+                                bytes = bytes.saturating_add(r.bytes);
                             }
                             Ok(false) => {}
                             Err(Error::ShuttingDown) => return Err(Error::ShuttingDown),

@@ -44,7 +44,10 @@ def test_release_in_flight_read_then_munmap():
     assert out["state"] == "PROC", out
     assert out["untouched"] == 1 << 20, f"DAOS wrote a released buffer: {out}"
     assert out["release_s"] < 0.1, f"release waited for DAOS: {out}"
-    assert not out["read_ok"], "the fetch was still in flight at the release: nothing was delivered"
+    if not daoskit.TESTBED:
+        # daos-sim holds the fetch 300 ms; a real engine may answer before the release, and
+        # delivering then is right (the request was still live).
+        assert not out["read_ok"], "the fetch was still in flight at the release: nothing was delivered"
 
 
 def test_release_in_flight_write_stores_what_was_posted(agent, sim):

@@ -23,6 +23,11 @@ const EXPECTED: &str = "comma-separated DAOS ACL entries A:FLAGS:PRINCIPAL:PERMS
      GROUP@; PERMS letters of rwdtTaAo (r read, w write, d delete, t/T get/set properties, a/A \
      get/set the ACL, o set the owner); empty: the owner alone";
 
+/// The principal an entry names (its third field).
+fn principal(ace: &str) -> &str {
+    ace.split(':').nth(2).unwrap_or_default()
+}
+
 /// Checks one entry; why it is refused.
 fn check_ace(ace: &str) -> Result<(), String> {
     let fields: Vec<&str> = ace.split(':').collect();
@@ -73,7 +78,6 @@ pub fn parse_cont_acl(value: &str) -> Result<Vec<String>, Error> {
     let mut aces: Vec<String> = Vec::new();
     for ace in value.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         check_ace(ace).map_err(|why| bad(format!("entry {ace:?} {why}")))?;
-        let principal = |a: &str| a.split(':').nth(2).unwrap_or_default().to_string();
         if aces.iter().any(|a| principal(a) == principal(ace)) {
             return Err(bad(format!("entry {ace:?} names {} a second time", principal(ace))));
         }
@@ -85,7 +89,7 @@ pub fn parse_cont_acl(value: &str) -> Result<Vec<String>, Error> {
 /// The ACL a container the plugin creates is given: the owner's entry (unless `extra` has
 /// one of its own, which then replaces it), then `extra`.
 pub fn creation_acl(extra: &[String]) -> Vec<String> {
-    let owner_given = extra.iter().any(|a| a.split(':').nth(2) == Some("OWNER@"));
+    let owner_given = extra.iter().any(|a| principal(a) == "OWNER@");
     let mut acl: Vec<String> = if owner_given { Vec::new() } else { vec![OWNER_ACE.to_string()] };
     acl.extend(extra.iter().cloned());
     acl

@@ -83,9 +83,11 @@ fn run_of(runs: &[Run], offset: u64, len: u64) -> &Run {
 pub struct IoDesc {
     pub kind: IoKind,
     dkey: ObjectKey,
-    /// The caller's ranges: an update's in descriptor order (a later one wins where two
-    /// overlap), a fetch's as asked.
+    /// The caller's ranges, by offset; an update's whose ranges overlap in descriptor order
+    /// instead (`overlap`: a later one wins), sorted once here rather than at every copy.
     extents: Vec<Extent>,
+    /// An update whose ranges overlap (copied whole, in descriptor order).
+    overlap: bool,
     runs: Vec<Run>,
     stage: Option<Stage>,
     stage_len: usize,
@@ -114,12 +116,16 @@ pub struct IoDesc {
 unsafe impl Send for IoDesc {}
 
 impl IoDesc {
-    fn build(kind: IoKind, dkey: ObjectKey, extents: Vec<Extent>, runs: Vec<Run>, record: Record) -> IoDesc {
+    fn build(kind: IoKind, dkey: ObjectKey, extents: &[Extent], runs: Vec<Run>, record: Record) -> IoDesc {
         let stage_len = runs.iter().map(|r| r.len as usize).sum();
+        let mut sorted = extents.to_vec();
+        sorted.sort_by_key(|e| e.offset);
+        let overlap = kind == IoKind::Update && sorted.windows(2).any(|w| w[0].offset + w[0].len > w[1].offset);
         IoDesc {
             kind,
             dkey,
-            extents,
+            extents: if overlap { extents.to_vec() } else { sorted },
+            overlap,
             runs,
             stage: None,
             stage_len,
@@ -144,7 +150,7 @@ impl IoDesc {
     /// there).
     pub fn update(dkey: ObjectKey, extents: &[Extent], record: Record) -> IoDesc {
         let runs = runs(extents.iter().map(|e| (e.offset, e.offset + e.len)).collect());
-        IoDesc::build(IoKind::Update, dkey, extents.to_vec(), runs, record)
+        IoDesc::build(IoKind::Update, dkey, extents, runs, record)
     }
 
     /// A fetch of `extents` of `dkey`, widened to whole blocks so that each verifies.
@@ -155,7 +161,7 @@ impl IoDesc {
                 .map(|e| (e.offset / BLOCK * BLOCK, (e.offset + e.len).div_ceil(BLOCK).saturating_mul(BLOCK)))
                 .collect(),
         );
-        let mut io = IoDesc::build(IoKind::Fetch, dkey, extents.to_vec(), runs, Record { id: 0, len: 0 });
+        let mut io = IoDesc::build(IoKind::Fetch, dkey, extents, runs, Record { id: 0, len: 0 });
         for r in &io.runs {
             let (first, n) = (r.offset / BLOCK, r.len / BLOCK);
             io.sum_recxs.push(daos_recx_t { rx_idx: first, rx_nr: n });
@@ -166,7 +172,7 @@ impl IoDesc {
 
     /// A fetch of `dkey`'s record alone.
     pub fn record(dkey: ObjectKey) -> IoDesc {
-        IoDesc::build(IoKind::Record, dkey, Vec::new(), Vec::new(), Record { id: 0, len: 0 })
+        IoDesc::build(IoKind::Record, dkey, &[], Vec::new(), Record { id: 0, len: 0 })
     }
 
     /// Bytes of staging buffer this I/O needs (`attach`).
@@ -209,9 +215,6 @@ impl IoDesc {
         }
         self.sums.clear();
         self.sum_recxs.clear();
-        let mut order: Vec<&Extent> = self.extents.iter().collect();
-        order.sort_by_key(|e| e.offset);
-        let overlap = order.windows(2).any(|w| w[0].offset + w[0].len > w[1].offset);
         let copy = |buf: &mut [u8], e: &Extent, from: u64, n: u64| {
             let r = run_of(&self.runs, e.offset + from, n);
             let at = r.at + (e.offset + from - r.offset) as usize;
@@ -227,13 +230,13 @@ impl IoDesc {
                 next += 1;
             }
         };
-        if overlap {
+        if self.overlap {
             for e in &self.extents {
                 copy(buf, e, 0, e.len);
             }
             sum_through(buf, u64::MAX, &mut self.sums);
         } else {
-            for e in order {
+            for e in &self.extents {
                 let mut done = 0;
                 while done < e.len {
                     // Up to the next block boundary of the object.
@@ -295,8 +298,7 @@ impl IoDesc {
         let buf = self.stage.as_ref().map_or(&[][..], |s| s.as_slice());
         // Bytes DAOS wrote into the buffer: it trims a fetch's tail holes only.
         let fetched = if self.iods[0].iod_size == 0 { 0 } else { self.data_iov.iov_len.min(buf.len()) };
-        let mut order: Vec<&Extent> = self.extents.iter().collect();
-        order.sort_by_key(|e| e.offset);
+        let order = &self.extents; // by offset: a fetch's never overlap-ordered
         let (mut first, mut sum) = (0usize, 0usize);
         for (x, r) in self.sum_recxs.iter().zip(&self.runs) {
             for b in x.rx_idx..x.rx_idx + x.rx_nr {

@@ -106,7 +106,7 @@ fn drive(
     inflight: &mut VecDeque<(usize, *mut SizeQuery)>,
 ) -> Result<Vec<Option<Record>>, Error> {
     let deadline = bound.deadline;
-    let mut sizes = vec![None; keys.len()];
+    let mut records = vec![None; keys.len()];
     let mut first_err: Option<Error> = None;
     let mut next = 0;
     while next < keys.len() || !inflight.is_empty() {
@@ -151,7 +151,7 @@ fn drive(
             // SAFETY: initialised, and no longer running (reaped).
             unsafe { lib.fini_event(&mut q.ev) };
             match q.result(lib, rc) {
-                Ok(rec) => sizes[index] = rec,
+                Ok(rec) => records[index] = rec,
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
@@ -163,6 +163,6 @@ fn drive(
     }
     match first_err {
         Some(e) => Err(e),
-        None => Ok(sizes),
+        None => Ok(records),
     }
 }

@@ -174,11 +174,8 @@ pub unsafe extern "C" fn daos_sim_cont_acl(pool: *const c_char, cont: *const c_c
     let Some(c) = crate::sim::global().store.find_pool(&pool).and_then(|p| p.find_cont(&cont)) else {
         return std::ptr::null();
     };
-    let s = CString::new(c.acl.lock().join("\n")).unwrap_or_default();
-    BUF.with(|b| {
-        *b.borrow_mut() = s;
-        b.borrow().as_ptr()
-    })
+    let acl = c.acl.lock().join("\n");
+    crate::sim::hand_out(&BUF, acl)
 }
 
 #[cfg(test)]

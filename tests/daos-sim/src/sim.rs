@@ -408,8 +408,14 @@ pub extern "C" fn daos_sim_stats() -> *const c_char {
     thread_local! {
         static BUF: RefCell<CString> = RefCell::new(CString::default());
     }
-    let s = CString::new(STATS.json()).unwrap_or_default();
-    BUF.with(|b| {
+    hand_out(&BUF, STATS.json())
+}
+
+/// `s` as a C string kept in `buf` (a thread-local of the inspection call returning it), valid
+/// until the calling thread's next call of that function.
+pub(crate) fn hand_out(buf: &'static std::thread::LocalKey<RefCell<CString>>, s: String) -> *const c_char {
+    let s = CString::new(s).unwrap_or_default();
+    buf.with(|b| {
         *b.borrow_mut() = s;
         b.borrow().as_ptr()
     })

@@ -316,8 +316,8 @@ impl Config {
                 (p.unwrap_or_else(|| panic!("parameter {name:?} is not in config::PARAMS")).default)(env)
             })
         };
-        let system = get("system");
-        if system.is_empty() || system.len() > 15 {
+        let system = get("system").trim().to_string();
+        if system.is_empty() || system.len() > 15 || system.chars().any(|c| c.is_control()) {
             return Err(Error::Param {
                 name: "system",
                 value: system,
@@ -468,6 +468,10 @@ mod tests {
         }
         let e = Config::parse(&p(&[("container", "c")]), &no_env).unwrap_err();
         assert!(e.to_string().contains("DAOS_POOL"), "{e}");
+        // Spaces around a name are the caller's typing, as for the labels.
+        let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("system", " daos_server\n")]), &no_env).unwrap();
+        assert_eq!(c.system, "daos_server");
+        assert!(Config::parse(&p(&[("pool", "p"), ("container", "c"), ("system", "da\x01os")]), &no_env).is_err());
     }
 
     #[test]

@@ -199,6 +199,11 @@ fn object_id(
             }
             Ok(recorded)
         }
+        // Nothing recorded and nothing may be: no writer has used this container yet, so
+        // every key reads as a miss; the object is the one a writer would record first.
+        None if !cont.writable => {
+            Ok(Layout::new(Object::generate_id(lib, cont, Layout::lo(chunk, spread), oclass, healthy)?, chunk, spread))
+        }
         None if healthy => {
             let wanted =
                 Layout::new(Object::generate_id(lib, cont, Layout::lo(chunk, spread), oclass, true)?, chunk, spread);
@@ -355,6 +360,9 @@ pub struct Engine {
     lib: &'static Library,
     /// The process that created the engine: a forked child must not touch its DAOS state.
     pid: u32,
+    /// Why this engine may only read (its container or pool ACL), when it may: every WRITE
+    /// is refused with it.
+    read_only: Option<String>,
 }
 
 impl Engine {
@@ -437,7 +445,14 @@ impl Engine {
         let index = Arc::new(Object::open(lib, &cont, layout.index_id())?);
         let pool = Arc::new(pool);
         let cont = Arc::new(cont);
-        let evictor = if cfg.evict.enabled {
+        // A user who may only read gets reads; its writes are refused before they reach DAOS
+        // (`prep`) and it evicts nothing (it could not punch), said once here.
+        let read_only =
+            (!cont.writable).then(|| crate::daos::acl::read_only_hint(&cfg.pool, &cfg.container, pool.writable));
+        if let Some(why) = &read_only {
+            tracing::warn!("DAOS backend: {why}");
+        }
+        let evictor = if cfg.evict.enabled && read_only.is_none() {
             Some(Evictor::start(
                 evict::Settings::from_config(&cfg.evict),
                 lib.init()?,
@@ -487,6 +502,7 @@ impl Engine {
             handles,
             lib,
             pid: std::process::id(),
+            read_only,
         })
     }
 
@@ -532,6 +548,9 @@ impl Engine {
             return Err(Error::InvalidArg(format!(
                 "the DAOS backend moves data between local DRAM and OBJ keys; got {local_mem:?} -> {remote_mem:?}"
             )));
+        }
+        if let (XferOp::Write, Some(why)) = (op, &self.read_only) {
+            return Err(Error::ReadOnly(why.clone()));
         }
         if local.len() != remote.len() {
             return Err(Error::InvalidArg(format!(

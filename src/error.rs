@@ -11,6 +11,7 @@ pub enum Status {
     NotPosted = -1,
     InvalidParam = -2,
     Backend = -3,
+    NotAllowed = -6,
     RepostActive = -7,
     NotSupported = -9,
 }
@@ -23,6 +24,7 @@ impl Status {
             0 => Status::Success,
             -1 => Status::NotPosted,
             -2 => Status::InvalidParam,
+            -6 => Status::NotAllowed,
             -7 => Status::RepostActive,
             -9 => Status::NotSupported,
             _ => Status::Backend,
@@ -51,7 +53,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("backend parameter {name}={value:?} is invalid: {expected}")]
+    #[error("backend parameter {name}={} is invalid: {expected}", shown(value))]
     Param { name: &'static str, value: String, expected: String },
     #[error("{0}")]
     NotSupported(String),
@@ -79,6 +81,20 @@ pub enum Error {
     /// recorded write's, or keys whose chunks hold different writes. A miss, like `NoSuchKey`.
     #[error("key {key:?} is not read: {why}; treat it as absent (write it again)")]
     Unverified { key: String, why: &'static str },
+    /// A write to a container this user may only read (`acl::read_only_hint` says why and how
+    /// to grant the right).
+    #[error("{0}")]
+    ReadOnly(String),
+}
+
+/// A parameter's value as an error shows it: quoted, and cut after `SHOWN_CHARS` characters
+/// with its length said (a garbage value of a megabyte must not become a megabyte of log).
+fn shown(value: &str) -> String {
+    const SHOWN_CHARS: usize = 64;
+    match value.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+        None => format!("{value:?}"),
+    }
 }
 
 /// What a DAOS error code means for the user of the backend, where there is more to say than
@@ -108,6 +124,7 @@ impl Error {
             Error::Param { .. } | Error::InvalidArg(_) => Status::InvalidParam,
             Error::NotSupported(_) => Status::NotSupported,
             Error::RepostActive => Status::RepostActive,
+            Error::ReadOnly(_) => Status::NotAllowed,
             Error::Daos { .. }
             | Error::Load { .. }
             | Error::Spawn { .. }
@@ -157,6 +174,9 @@ mod tests {
         let p = Error::Param { name: "timeout_ms", value: "abc".into(), expected: "an integer".into() };
         assert_eq!(p.status(), Status::InvalidParam);
         assert!(p.to_string().contains("timeout_ms=\"abc\""));
+        let long = Error::Param { name: "pool", value: "\u{e9}".repeat(1 << 20), expected: "a label".into() };
+        let msg = long.to_string();
+        assert!(msg.len() < 300 && msg.contains(&format!("... ({} bytes)", 2 << 20)), "{msg}");
         assert_eq!(Error::NotSupported("VRAM".into()).status(), Status::NotSupported);
         assert_eq!(Error::RepostActive.status(), Status::RepostActive);
         assert_eq!(Status::InProgress as i32, 1);
@@ -184,6 +204,7 @@ mod tests {
             (Error::RepostActive, Status::RepostActive),
             (Error::Forked { pid: 1 }, Status::Backend),
             (Error::Unverified { key: s(), why: "x" }, Status::Backend),
+            (Error::ReadOnly(s()), Status::NotAllowed),
         ];
         for (e, want) in &table {
             // Exhaustive on purpose: see above.
@@ -201,7 +222,8 @@ mod tests {
                 | Error::ShuttingDown
                 | Error::RepostActive
                 | Error::Forked { .. }
-                | Error::Unverified { .. } => {}
+                | Error::Unverified { .. }
+                | Error::ReadOnly(_) => {}
             }
             assert_eq!(e.status(), *want, "{e:?}");
         }
@@ -215,6 +237,7 @@ mod tests {
             (Status::NotPosted, -1),
             (Status::InvalidParam, -2),
             (Status::Backend, -3),
+            (Status::NotAllowed, -6),
             (Status::RepostActive, -7),
             (Status::NotSupported, -9),
         ];

@@ -63,7 +63,11 @@ fn guard(what: &str, f: impl FnOnce() -> i32) -> i32 {
 }
 
 fn fail(what: &str, e: Error) -> i32 {
-    tracing::error!("DAOS backend: {what}: {e}");
+    match e {
+        // Said once, at create_backend; a consumer retrying its writes gets the status alone.
+        Error::ReadOnly(_) => tracing::debug!("DAOS backend: {what}: {e}"),
+        _ => tracing::error!("DAOS backend: {what}: {e}"),
+    }
     e.status() as i32
 }
 

@@ -1354,12 +1354,7 @@ fn a_created_container_admits_its_owner_alone_unless_cont_acl_says_more() {
 #[test]
 fn a_refusal_for_rights_names_the_user_and_the_fix() {
     let _g = exclusive();
-    // SAFETY: plain calls; the name is copied out before any other passwd lookup.
-    let user = unsafe {
-        let pw = libc::getpwuid(libc::geteuid());
-        assert!(!pw.is_null());
-        CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
-    };
+    let user = acl_user();
     control("deny connect");
     let e = create_err("kv", &[]);
     control("deny off");
@@ -1371,6 +1366,104 @@ fn a_refusal_for_rights_names_the_user_and_the_fix() {
     let e = create_err("kv", &[]);
     control("deny off");
     let msg = e.to_string();
-    assert!(msg.contains(&format!("`daos cont update-acl sim kv --entry A::{user}@:rwt`")), "{msg}");
+    assert!(msg.contains(&format!("`daos cont update-acl sim kv --entry A::{user}@:rw`")), "{msg}");
     assert!(msg.contains("cont_acl"), "{msg}");
+}
+
+/// A user whose container (or pool) ACL lets it read only gets a backend that reads: its
+/// writes are refused before DAOS with NOT_ALLOWED and a message naming the missing right and
+/// the command that grants it, and it evicts nothing even where a writer would (a pool under
+/// its keep-free share), so it never tries to punch another user's keys.
+#[test]
+fn a_read_only_user_reads_and_neither_writes_nor_evicts() {
+    let _g = exclusive();
+    const SIZE: usize = 256 << 10;
+    // 90% kept free of a 8 MiB pool: 1 MiB of keys puts any writer's evictor to work.
+    let _cap = Capacity::set(8 << 20, 0);
+    let user = acl_user();
+    let keep_free = [("evict_keep_free", "90"), ("evict_reclaim_ms", "0")];
+    let writer = engine("readonly", &keep_free);
+    let written: Vec<Vec<u8>> = (0..4).map(|i| pattern(SIZE, 40 + i as u8)).collect();
+    for (i, buf) in written.iter().enumerate() {
+        let r = reg(&writer, &format!("ro/{i}"));
+        run(&writer, &prep_write(&writer, &[(buf, 0, &r)]), Duration::from_secs(10)).unwrap();
+    }
+    drop(writer);
+    for (deny, fix) in [
+        ("write", format!("`daos cont update-acl sim readonly --entry A::{user}@:rw`")),
+        ("pool_write", format!("`dmg pool update-acl -e A::{user}@:rw sim`")),
+    ] {
+        control(&format!("deny {deny}"));
+        let (updates, punches) = (stat("update"), stat("punch"));
+        let reader = engine("readonly", &keep_free);
+        assert!(reader.eviction().is_none(), "deny {deny}: a read-only backend runs an evictor");
+        for (i, want) in written.iter().enumerate() {
+            let r = reg(&reader, &format!("ro/{i}"));
+            let mut buf = vec![0u8; SIZE];
+            run(&reader, &prep_read(&reader, &mut [(&mut buf, 0, &r)]), Duration::from_secs(10)).unwrap();
+            assert_eq!(&buf, want, "deny {deny}: key {i} read back wrong");
+        }
+        let keys: Vec<ObjectKey> =
+            (0..4).map(|i| ObjectKey::from_registration(format!("ro/{i}").as_bytes(), 0)).collect();
+        assert!(reader.query_sizes(&keys).unwrap().iter().all(|s| *s == Some(SIZE as u64)));
+        let r = reg(&reader, "ro/new");
+        let buf = pattern(SIZE, 9);
+        let local = [Desc { addr: buf.as_ptr() as u64, len: SIZE as u64, dev_id: 0, reg: None }];
+        let remote = [Desc { addr: 0, len: SIZE as u64, dev_id: 0, reg: Some(&r) }];
+        let Err(err) = reader.prep(XferOp::Write, MemType::Dram, &local, MemType::Obj, &remote) else {
+            panic!("deny {deny}: a read-only backend prepared a write")
+        };
+        assert_eq!(err.status(), Status::NotAllowed, "deny {deny}: {err}");
+        let msg = err.to_string();
+        assert!(msg.contains(&fix) && msg.contains("(w)") && msg.contains(&format!("user {user} (uid")), "{msg}");
+        // Long enough for a writer's evictor to have checked the pool (every second).
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(reader);
+        control("deny off");
+        assert_eq!((stat("update"), stat("punch")), (updates, punches), "deny {deny}: the read-only backend wrote");
+    }
+    // The control: a writer on the same pool evicts (so the reader's silence above is its own).
+    let punches = stat("punch");
+    let writer = engine("readonly", &keep_free);
+    let start = Instant::now();
+    while stat("punch") == punches && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(stat("punch") > punches, "a writer under keep-free evicted nothing: {:?}", writer.eviction());
+}
+
+/// The name DAOS checks ACLs for: this process's effective user.
+fn acl_user() -> String {
+    // SAFETY: plain calls; the name is copied out before any other passwd lookup.
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        assert!(!pw.is_null());
+        CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
+    }
+}
+
+/// An engine that closes leaves no share of the eviction behind: another engine on the
+/// container evicts at once, not once the closed writer's ledger entry has gone stale (its
+/// reclaim window and more, 25 s here).
+#[test]
+fn a_closed_writer_leaves_eviction_to_the_engines_left() {
+    let _g = exclusive();
+    const SIZE: usize = 256 << 10;
+    let _cap = Capacity::set(8 << 20, 0);
+    let settings = [("evict_keep_free", "90"), ("evict_reclaim_ms", "20000")];
+    let writer = engine("closed-writer", &[("evict_reclaim_ms", "20000")]);
+    for i in 0..4 {
+        let r = reg(&writer, &format!("cw/{i}"));
+        run(&writer, &prep_write(&writer, &[(&pattern(SIZE, i), 0, &r)]), Duration::from_secs(10)).unwrap();
+    }
+    // Past its next check (every second), which publishes what it wrote as its demand.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(writer);
+    let punches = stat("punch");
+    let evictor = engine("closed-writer", &settings);
+    let start = Instant::now();
+    while stat("punch") == punches && start.elapsed() < Duration::from_secs(4) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(stat("punch") > punches, "nothing evicted within 4 s: {:?}", evictor.eviction());
 }

@@ -121,9 +121,9 @@ pub fn no_perm_hint(call: &str, pool: &str, cont: Option<&str>) -> String {
     let (user, uid) = effective_user();
     match cont {
         Some(cont) if call != "daos_cont_create_with_label" => format!(
-            "the ACL of container {cont:?} does not let user {user} (uid {uid}) open it read-write; its owner \
-             grants that with `daos cont update-acl {pool} {cont} --entry A::{user}@:rwt` (a container this \
-             plugin creates admits its owner alone, and the principals of the backend parameter cont_acl)"
+            "the ACL of container {cont:?} does not let user {user} (uid {uid}) open it (to read or to write); its owner \
+             grants that with `daos cont update-acl {pool} {cont} --entry A::{user}@:rw`, or A::{user}@:r to read only \
+             (a container this plugin creates admits its owner alone, and the principals of the backend parameter cont_acl)"
         ),
         Some(_) => format!(
             "the ACL of pool {pool:?} does not let user {user} (uid {uid}) create containers; an administrator \
@@ -133,6 +133,25 @@ pub fn no_perm_hint(call: &str, pool: &str, cont: Option<&str>) -> String {
             "the ACL of pool {pool:?} does not let user {user} (uid {uid}) connect read-write; an administrator \
              grants that with `dmg pool update-acl -e A::{user}@:rw {pool}`"
         ),
+    }
+}
+
+/// Why a backend on pool `pool`, container `cont` can only read (`pool_writable`: whether the
+/// pool let this user connect read-write), and the command that grants writing.
+pub fn read_only_hint(pool: &str, cont: &str, pool_writable: bool) -> String {
+    let (user, uid) = effective_user();
+    if pool_writable {
+        format!(
+            "container {cont:?} of pool {pool:?} is open read-only: its ACL does not give user {user} (uid {uid}) the \
+             write right (w). Reads are served; writes are refused and nothing is evicted. Its owner grants writing with \
+             `daos cont update-acl {pool} {cont} --entry A::{user}@:rw`"
+        )
+    } else {
+        format!(
+            "pool {pool:?} lets user {user} (uid {uid}) connect read-only (its ACL does not give it the write right (w)), so \
+             container {cont:?} is open read-only. Reads are served; writes are refused and nothing is evicted. An \
+             administrator grants writing with `dmg pool update-acl -e A::{user}@:rw {pool}`"
+        )
     }
 }
 
@@ -191,7 +210,7 @@ mod tests {
             "{pool}"
         );
         let cont = no_perm_hint("daos_cont_open2", "p1", Some("c1"));
-        assert!(cont.contains(&format!("`daos cont update-acl p1 c1 --entry A::{user}@:rwt`")), "{cont}");
+        assert!(cont.contains(&format!("`daos cont update-acl p1 c1 --entry A::{user}@:rw`")), "{cont}");
         let create = no_perm_hint("daos_cont_create_with_label", "p1", Some("c1"));
         assert!(create.contains("create containers") && create.contains("dmg pool update-acl"), "{create}");
     }

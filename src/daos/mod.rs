@@ -268,6 +268,9 @@ pub struct Pool {
     lib: &'static Library,
     pub(crate) poh: daos_handle_t,
     pub label: String,
+    /// Connected read-write. False when the pool's ACL lets this user read only (`connect`):
+    /// its containers then open read-only too.
+    pub writable: bool,
     /// Set when a call on the pool timed out while the engine was being created: the handle is
     /// then left open on drop, since closing it would wait on the same unhealthy servers.
     abandoned: std::sync::atomic::AtomicBool,
@@ -307,21 +310,31 @@ impl Pool {
                     }
                 };
                 let mut poh = daos_handle_t::default();
-                // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
-                let rc = unsafe {
-                    lib.api.daos_pool_connect2(
-                        l.as_ptr(),
-                        s.as_ptr(),
-                        sys::DAOS_PC_RW,
-                        &mut poh,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                    )
+                let connect = |flags: u32, poh: &mut daos_handle_t| {
+                    // SAFETY: valid strings and out pointer, all owned by this thread; synchronous.
+                    let rc = unsafe {
+                        lib.api.daos_pool_connect2(
+                            l.as_ptr(),
+                            s.as_ptr(),
+                            flags,
+                            poh,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                        )
+                    };
+                    lib.check("daos_pool_connect2", rc)
                 };
-                let result = match lib.check("daos_pool_connect2", rc) {
-                    Ok(()) => Ok((Pool { lib, poh, label, abandoned: Default::default() }, init)),
-                    Err(e) => Err(e),
+                // A user the pool's ACL lets read only is refused a read-write connect: it
+                // gets a read-only one, whose keys it may read (`Container::open`).
+                let writable = match connect(sys::DAOS_PC_RW, &mut poh) {
+                    Err(e) if e.is_no_perm() => match connect(sys::DAOS_PC_RO, &mut poh) {
+                        Ok(()) => Ok(false),
+                        Err(_) => Err(e),
+                    },
+                    other => other.map(|()| true),
                 };
+                let result =
+                    writable.map(|writable| (Pool { lib, poh, label, writable, abandoned: Default::default() }, init));
                 // Nobody waits any more: a late pool is dropped (disconnected) here, and the
                 // reference with it (daos_fini is skipped while calls were given up on).
                 let _ = tx.send(result);
@@ -415,6 +428,9 @@ pub struct Container {
     lib: &'static Library,
     pub(crate) coh: daos_handle_t,
     pub label: String,
+    /// Opened read-write. False when its ACL (or the pool's) lets this user read only: its
+    /// keys are read, nothing is written, punched or recorded.
+    pub writable: bool,
     /// Bound of the attribute calls made while the engine is created.
     bound: Bound,
     /// As `Pool::abandoned`.
@@ -433,7 +449,7 @@ impl Container {
         bound: Bound,
     ) -> Result<Container, Error> {
         let poh = pool.poh;
-        let open = || {
+        let open_as = |flags: u32| {
             bounded(
                 lib,
                 "daos_cont_open2",
@@ -441,11 +457,22 @@ impl Container {
                 (cstring("container", label)?, daos_handle_t::default()),
                 |(l, coh), ev| {
                     // SAFETY: valid pool handle; label and out handle live in bounded's state.
-                    unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), sys::DAOS_COO_RW, coh, std::ptr::null_mut(), ev) }
+                    unsafe { lib.api.daos_cont_open2(poh, l.as_ptr(), flags, coh, std::ptr::null_mut(), ev) }
                 },
             )
         };
-        let coh = match open() {
+        // Read-write where the ACLs allow it; a user they let read only gets a read-only handle
+        // (DAOS refuses its updates and punches), and the first refusal is the one reported.
+        let open = || {
+            if !pool.writable {
+                return open_as(sys::DAOS_COO_RO).map(|(_, coh)| (coh, false));
+            }
+            match open_as(sys::DAOS_COO_RW) {
+                Err(e) if e.is_no_perm() => open_as(sys::DAOS_COO_RO).map(|(_, coh)| (coh, false)).map_err(|_| e),
+                other => other.map(|(_, coh)| (coh, true)),
+            }
+        };
+        let (coh, writable) = match open() {
             Err(e) if create && e.is_nonexistent() => {
                 tracing::info!(container = label, pool = %pool.label, acl = %acl.join(","), "creating container");
                 let state = (cstring("container", label)?, AclProp::new(lib, acl)?);
@@ -459,11 +486,11 @@ impl Container {
                     Err(e) if !e.is_existing() => return Err(e),
                     _ => {}
                 }
-                open()?.1
+                open()?
             }
-            other => other?.1,
+            other => other?,
         };
-        Ok(Container { lib, coh, label: label.to_string(), bound, abandoned: Default::default() })
+        Ok(Container { lib, coh, label: label.to_string(), writable, bound, abandoned: Default::default() })
     }
 }
 
@@ -632,8 +659,10 @@ impl Object {
     pub fn open(lib: &'static Library, cont: &Container, id: ObjectId) -> Result<Object, Error> {
         let mut oh = daos_handle_t::default();
         let oid = sys::daos_obj_id_t { lo: id.lo, hi: id.hi };
+        // A read-only container handle opens its objects read-only.
+        let mode = if cont.writable { sys::DAOS_OO_RW } else { sys::DAOS_OO_RO };
         // SAFETY: valid container handle and out pointer; synchronous (local) call.
-        let rc = unsafe { lib.api.daos_obj_open(cont.coh, oid, sys::DAOS_OO_RW, &mut oh, std::ptr::null_mut()) };
+        let rc = unsafe { lib.api.daos_obj_open(cont.coh, oid, mode, &mut oh, std::ptr::null_mut()) };
         lib.check("daos_obj_open", rc)?;
         Ok(Object { lib, oh })
     }

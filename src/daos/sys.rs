@@ -12,8 +12,11 @@ include!(concat!(env!("OUT_DIR"), "/daos_bindings.rs"));
 
 // Values fixed by the DAOS ABI (DAOS_FACTS §2, §5). Kept here rather than taken from bindgen,
 // because the real headers spell some of them as enums and some as macros.
+pub const DAOS_PC_RO: u32 = 1 << 0;
 pub const DAOS_PC_RW: u32 = 1 << 1;
+pub const DAOS_COO_RO: u32 = 1 << 0;
 pub const DAOS_COO_RW: u32 = 1 << 1;
+pub const DAOS_OO_RO: u32 = 1 << 1;
 pub const DAOS_OO_RW: u32 = 1 << 2;
 pub const DAOS_IOD_ARRAY: u32 = 2;
 pub const DAOS_IOD_SINGLE: u32 = 1;

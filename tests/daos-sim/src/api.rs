@@ -138,14 +138,11 @@ pub unsafe extern "C" fn daos_pool_connect2(
                 tracing::debug!(pool = %name, "pool_connect: no such pool");
                 return -DER_NONEXIST;
             };
-            if sim::DENY_CONNECT.load(Relaxed) {
+            let writable = flags & DAOS_PC_RO == 0;
+            if sim::DENY_CONNECT.load(Relaxed) || writable && sim::DENY_POOL_WRITE.load(Relaxed) {
                 return -DER_NO_PERM;
             }
-            let h = handles::insert(Hdl::Pool(Arc::new(PoolH {
-                pool: p,
-                writable: flags & DAOS_PC_RO == 0,
-                open_conts: Default::default(),
-            })));
+            let h = handles::insert(Hdl::Pool(Arc::new(PoolH { pool: p, writable, open_conts: Default::default() })));
             {
                 *poh = h;
                 if !info.is_null() {
@@ -276,7 +273,7 @@ pub unsafe extern "C" fn daos_cont_open2(
             return finish(ev, -DER_INVAL);
         }
         let writable = flags & DAOS_COO_RO == 0;
-        if writable && !p.writable || sim::DENY_OPEN.load(Relaxed) {
+        if writable && (!p.writable || sim::DENY_WRITE.load(Relaxed)) || sim::DENY_OPEN.load(Relaxed) {
             return finish(ev, -DER_NO_PERM);
         }
         let name = name.to_string();

@@ -278,9 +278,13 @@ fn parse_der(s: &str) -> Option<c_int> {
 }
 
 /// `deny connect`: every pool connect is refused with -DER_NO_PERM, as by a pool whose ACL does
-/// not name the caller; `deny open` the same for container opens; `deny off` ends both.
+/// not name the caller; `deny open` the same for container opens; `deny write` refuses
+/// read-write container opens only (an ACL entry with `r` alone), `deny pool_write` read-write
+/// pool connects only; `deny off` ends them all.
 pub static DENY_CONNECT: AtomicBool = AtomicBool::new(false);
 pub static DENY_OPEN: AtomicBool = AtomicBool::new(false);
+pub static DENY_WRITE: AtomicBool = AtomicBool::new(false);
+pub static DENY_POOL_WRITE: AtomicBool = AtomicBool::new(false);
 
 /// Applies one control command; 0 or -DER_INVAL.
 pub fn control(cmd: &str) -> c_int {
@@ -360,9 +364,12 @@ pub fn control(cmd: &str) -> c_int {
         ["deny", what] => match *what {
             "connect" => Some(&DENY_CONNECT),
             "open" => Some(&DENY_OPEN),
+            "write" => Some(&DENY_WRITE),
+            "pool_write" => Some(&DENY_POOL_WRITE),
             "off" => {
-                DENY_CONNECT.store(false, Relaxed);
-                DENY_OPEN.store(false, Relaxed);
+                for flag in [&DENY_CONNECT, &DENY_OPEN, &DENY_WRITE, &DENY_POOL_WRITE] {
+                    flag.store(false, Relaxed);
+                }
                 None
             }
             _ => return -DER_INVAL,

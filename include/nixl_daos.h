@@ -52,6 +52,7 @@ enum {
 	ND_ERR_NOT_POSTED = -1,
 	ND_ERR_INVALID_PARAM = -2,
 	ND_ERR_BACKEND = -3,
+	ND_ERR_NOT_ALLOWED = -6,
 	ND_ERR_REPOST_ACTIVE = -7,
 	ND_ERR_NOT_SUPPORTED = -9
 };
@@ -100,6 +101,10 @@ typedef struct {
 
 /* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */
 int nd_query_mem(nd_engine *engine, const nd_key *keys, size_t n, int64_t *sizes);
+
+/* 1 when VRAM is supported (a usable CUDA driver was found), else 0. engine NULL: the plugin's
+ * answer (loads the driver and calls cuInit, which makes no context). */
+int nd_supports_vram(nd_engine *engine);
 
 #ifdef __cplusplus
 }

@@ -170,12 +170,11 @@ impl Attempt {
     /// False: drop the fold instead (and report it with `skip`); true: `stage_in` ran (a
     /// write's copy of the caller's bytes, under the lock, so it cannot overlap the end of the
     /// request) and the fold counts as inside DAOS until `leave_daos`.
-    pub fn begin_launch(&self, stage_in: impl FnOnce()) -> bool {
+    pub fn begin_launch(&self, stage_in: impl FnOnce() -> bool) -> bool {
         let mut s = self.lock();
-        if !self.may_launch(&s) {
+        if !self.may_launch(&s) || !stage_in() {
             return false;
         }
-        stage_in();
         s.in_daos += 1;
         true
     }
@@ -331,10 +330,13 @@ mod tests {
     #[test]
     fn an_early_failure_waits_for_its_siblings() {
         let a = Attempt::new(3, Duration::from_secs(10), None);
-        assert!(a.begin_launch(|| {}) && a.begin_launch(|| {}));
+        assert!(a.begin_launch(|| true) && a.begin_launch(|| true));
         a.leave_daos();
         a.complete(Err(missing()));
-        assert!(!a.begin_launch(|| panic!("not staged")), "queued siblings of a failed request are dropped");
+        assert!(
+            !a.begin_launch(|| -> bool { panic!("not staged") }),
+            "queued siblings of a failed request are dropped"
+        );
         a.skip();
         assert_eq!(a.status().unwrap(), Status::InProgress, "a sibling is still in DAOS");
         assert!(a.busy());
@@ -349,7 +351,7 @@ mod tests {
     fn the_deadline_ends_the_request_whatever_daos_holds() {
         let a = Attempt::new(3, Duration::from_millis(20), None);
         a.complete(Ok(()));
-        assert!(a.begin_launch(|| {}));
+        assert!(a.begin_launch(|| true));
         std::thread::sleep(Duration::from_millis(30));
         match a.status() {
             Err(Error::Timeout { what, ms }) => {
@@ -358,7 +360,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(!a.begin_launch(|| panic!("not staged")));
+        assert!(!a.begin_launch(|| -> bool { panic!("not staged") }));
         assert!(!a.busy() && a.retire(), "ended: a repost may go, DAOS answers into its own buffers");
         // The late answer is not delivered.
         a.leave_daos();
@@ -370,9 +372,9 @@ mod tests {
     #[test]
     fn cancel_stops_copies_at_once() {
         let a = Attempt::new(2, Duration::from_secs(10), None);
-        assert!(a.begin_launch(|| {}));
+        assert!(a.begin_launch(|| true));
         a.cancel();
-        assert!(!a.begin_launch(|| panic!("not staged")), "a released attempt launches nothing more");
+        assert!(!a.begin_launch(|| -> bool { panic!("not staged") }), "a released attempt launches nothing more");
         a.leave_daos();
         a.complete_read(key("k"), |_| panic!("delivered after release"));
     }
@@ -408,12 +410,12 @@ mod tests {
     #[test]
     fn a_write_refused_for_space_may_wait_past_its_deadline_until_its_space_wait_ends() {
         let a = Attempt::new(1, Duration::from_millis(20), None);
-        assert!(a.begin_launch(|| {}));
+        assert!(a.begin_launch(|| true));
         a.leave_daos(); // refused for space: back in the lanes' retry list
         a.wait_for_space(Instant::now() + Duration::from_millis(150));
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(a.status().unwrap(), Status::InProgress, "past its deadline, inside its wait for space");
-        assert!(a.wants_more() && a.begin_launch(|| {}), "the refused write may be sent again");
+        assert!(a.wants_more() && a.begin_launch(|| true), "the refused write may be sent again");
         a.leave_daos();
         std::thread::sleep(Duration::from_millis(130));
         assert!(!a.wants_more());

@@ -11,7 +11,8 @@ use parking_lot::Mutex;
 
 use crate::attempt::{Attempt, Budget};
 use crate::config::{Config, MAX_CHUNK_BYTES, MIN_CHUNK_BYTES};
-use crate::daos::io::IoDesc;
+use crate::cuda::Cuda;
+use crate::daos::io::{IoDesc, Local};
 use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
@@ -304,6 +305,8 @@ pub struct Desc<'a> {
 
 pub struct Request {
     op: XferOp,
+    /// Where its local buffers live (host memory, or one CUDA device's).
+    local: Local,
     /// One lock for the plan and the current posting: a post holds it while it submits, so a
     /// concurrent post, check or release of the same request waits for the submission.
     state: Mutex<RequestState>,
@@ -363,6 +366,8 @@ pub struct Engine {
     /// Why this engine may only read (its container or pool ACL), when it may: every WRITE
     /// is refused with it.
     read_only: Option<String>,
+    /// The CUDA driver, when this host has a usable one (`crate::cuda`): VRAM is supported.
+    cuda: Option<&'static Cuda>,
 }
 
 impl Engine {
@@ -503,6 +508,7 @@ impl Engine {
             lib,
             pid: std::process::id(),
             read_only,
+            cuda: Cuda::probe(),
         })
     }
 
@@ -524,9 +530,20 @@ impl Engine {
                 key.check_reserved().map_err(Error::InvalidArg)?;
                 Ok(Some(Box::new(self.registry.register(dev_id, addr, len, key)?)))
             }
-            MemType::Vram => Err(Error::NotSupported(
-                "the DAOS backend does not register VRAM: register DRAM buffers (stage GPU memory through host memory)".into(),
-            )),
+            // A device range is checked (device memory of the device devId names), and its
+            // device's context retained, at registration: nothing to keep per registration.
+            MemType::Vram => {
+                let cuda = self.cuda.ok_or_else(|| {
+                    Error::NotSupported(format!(
+                        "the DAOS backend found no usable CUDA driver ({} or the library {} names), so it \
+                         cannot register VRAM; register DRAM buffers",
+                        "libcuda.so.1",
+                        crate::cuda::LIBCUDA_ENV
+                    ))
+                })?;
+                cuda.device(dev_id)?.check_range(addr, len)?;
+                Ok(None)
+            }
             MemType::File | MemType::Blk => Err(Error::NotSupported(format!(
                 "the DAOS backend moves data between DRAM and OBJ; {mem:?} memory is not supported (use DRAM buffers and OBJ keys)"
             ))),
@@ -541,12 +558,33 @@ impl Engine {
         remote_mem: MemType,
         remote: &[Desc],
     ) -> Result<Box<Request>> {
-        if local_mem == MemType::Vram {
-            return Err(Error::NotSupported("the DAOS backend cannot transfer VRAM: use DRAM buffers".into()));
-        }
-        if local_mem != MemType::Dram || remote_mem != MemType::Obj {
+        let local_at = match (local_mem, self.cuda) {
+            (MemType::Dram, _) => Local::Host,
+            (MemType::Vram, None) => {
+                return Err(Error::NotSupported(
+                    "the DAOS backend cannot transfer VRAM on this host (no usable CUDA driver): use DRAM buffers".into(),
+                ))
+            }
+            (MemType::Vram, Some(cuda)) => {
+                // One device per request: its copies run in that device's context.
+                let dev = local.first().map_or(0, |d| d.dev_id);
+                if let Some(other) = local.iter().find(|d| d.dev_id != dev) {
+                    return Err(Error::InvalidArg(format!(
+                        "VRAM descriptors of devices {dev} and {} in one request: post one request per device",
+                        other.dev_id
+                    )));
+                }
+                Local::Device(cuda.device(dev)?)
+            }
+            _ => {
+                return Err(Error::InvalidArg(format!(
+                    "the DAOS backend moves data between local DRAM or VRAM and OBJ keys; got {local_mem:?} -> {remote_mem:?}"
+                )))
+            }
+        };
+        if remote_mem != MemType::Obj {
             return Err(Error::InvalidArg(format!(
-                "the DAOS backend moves data between local DRAM and OBJ keys; got {local_mem:?} -> {remote_mem:?}"
+                "the DAOS backend moves data between local DRAM or VRAM and OBJ keys; got {local_mem:?} -> {remote_mem:?}"
             )));
         }
         if let (XferOp::Write, Some(why)) = (op, &self.read_only) {
@@ -575,7 +613,11 @@ impl Engine {
         let keys = pairs.iter().map(|p| &p.key).collect::<std::collections::HashSet<_>>().len();
         let bytes = pairs.iter().map(|p| p.len).sum();
         let folds = planner::plan(pairs, self.layout().chunk, self.layout().names)?;
-        Ok(Box::new(Request { op, state: Mutex::new(RequestState { folds, keys, bytes, current: None }) }))
+        Ok(Box::new(Request {
+            op,
+            local: local_at,
+            state: Mutex::new(RequestState { folds, keys, bytes, current: None }),
+        }))
     }
 
     /// Launches a posting of `req`. The request's lock is held until every fold is handed to
@@ -621,7 +663,8 @@ impl Engine {
                 (XferOp::Write, _) => IoDesc::update(f.key.clone(), &f.extents, Record { id, len: f.value_len }),
                 (XferOp::Read, false) => IoDesc::fetch(f.key.clone(), &f.extents),
                 (XferOp::Read, true) => IoDesc::record(f.key.clone()),
-            };
+            }
+            .on(req.local);
             self.lanes.submit(Op::new(io, Some(attempt.clone()), posting.clone()));
         }
         Ok(Status::InProgress)
@@ -727,6 +770,11 @@ impl Engine {
 
     /// Bytes of staging buffers in use now (transfers in flight, and answers DAOS still owes to
     /// requests that ended): at most `stage_bytes`, or one transfer's when it is larger.
+    /// Whether VRAM registrations and transfers work here (a usable CUDA driver was found).
+    pub fn supports_vram(&self) -> bool {
+        self.cuda.is_some()
+    }
+
     pub fn staging_in_use(&self) -> usize {
         self.stage.in_use()
     }

@@ -85,6 +85,10 @@ pub enum Error {
     /// to grant the right).
     #[error("{0}")]
     ReadOnly(String),
+    /// A CUDA driver call on the caller's GPU memory failed (the request fails; nothing it
+    /// moved is reported done).
+    #[error("{call} on CUDA device {device} failed: {name} ({rc})")]
+    Cuda { call: &'static str, device: i32, rc: i32, name: String },
 }
 
 /// A parameter's value as an error shows it: quoted, and cut after `SHOWN_CHARS` characters
@@ -134,6 +138,7 @@ impl Error {
             | Error::Context { .. }
             | Error::Forked { .. }
             | Error::Unverified { .. }
+            | Error::Cuda { .. }
             | Error::ShuttingDown => Status::Backend,
         }
     }
@@ -205,6 +210,7 @@ mod tests {
             (Error::Forked { pid: 1 }, Status::Backend),
             (Error::Unverified { key: s(), why: "x" }, Status::Backend),
             (Error::ReadOnly(s()), Status::NotAllowed),
+            (Error::Cuda { call: "cuMemcpyDtoH_v2", device: 0, rc: 719, name: s() }, Status::Backend),
         ];
         for (e, want) in &table {
             // Exhaustive on purpose: see above.
@@ -223,7 +229,8 @@ mod tests {
                 | Error::RepostActive
                 | Error::Forked { .. }
                 | Error::Unverified { .. }
-                | Error::ReadOnly(_) => {}
+                | Error::ReadOnly(_)
+                | Error::Cuda { .. } => {}
             }
             assert_eq!(e.status(), *want, "{e:?}");
         }

@@ -64,8 +64,16 @@ fn guard(what: &str, f: impl FnOnce() -> i32) -> i32 {
 
 fn fail(what: &str, e: Error) -> i32 {
     match e {
-        // Said once, at create_backend; a consumer retrying its writes gets the status alone.
-        Error::ReadOnly(_) => tracing::debug!("DAOS backend: {what}: {e}"),
+        // Said at create_backend (WARN) and with the first refusal (ERROR, for hosts that log
+        // errors only); a consumer retrying its writes gets the status alone afterwards.
+        Error::ReadOnly(_) => {
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::debug!("DAOS backend: {what}: {e}");
+            } else {
+                tracing::error!("DAOS backend: {what}: {e} (said once; later refusals are not logged)");
+            }
+        }
         _ => tracing::error!("DAOS backend: {what}: {e}"),
     }
     e.status() as i32
@@ -240,6 +248,20 @@ pub unsafe extern "C" fn nd_register(
             Ok(None) => Status::Success as i32,
             Err(e) => fail("registerMem", e),
         }
+    })
+}
+
+/// # Safety
+/// `engine` is NULL or an engine from nd_engine_create that is not destroyed.
+#[no_mangle]
+pub unsafe extern "C" fn nd_supports_vram(engine: *mut Engine) -> i32 {
+    guard("getSupportedMems", || {
+        // SAFETY: NULL or a live engine, by this function's contract.
+        let vram = match unsafe { engine.as_ref() } {
+            Some(e) => e.supports_vram(),
+            None => crate::cuda::Cuda::probe().is_some(),
+        };
+        i32::from(vram)
     })
 }
 
@@ -435,6 +457,7 @@ mod abi_header {
             ("ND_ERR_NOT_POSTED", Status::NotPosted),
             ("ND_ERR_INVALID_PARAM", Status::InvalidParam),
             ("ND_ERR_BACKEND", Status::Backend),
+            ("ND_ERR_NOT_ALLOWED", Status::NotAllowed),
             ("ND_ERR_REPOST_ACTIVE", Status::RepostActive),
             ("ND_ERR_NOT_SUPPORTED", Status::NotSupported),
         ];

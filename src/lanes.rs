@@ -342,17 +342,26 @@ impl Lane {
             // Decided under the attempt's lock: once it was released, reposted, failed or
             // timed out, none of its folds reaches DAOS any more, and a write's copy of the
             // caller's bytes runs only before that.
+            let mut refused = None;
             let launched = a.begin_launch(|| {
                 if op.io.kind == IoKind::Update && !op.staged {
                     // SAFETY: under the attempt's lock with its request live (begin_launch),
                     // so the caller's buffers are still the transfer's to read.
-                    unsafe { op.io.stage_in() };
-                    op.staged = true;
+                    match unsafe { op.io.stage_in() } {
+                        Ok(()) => op.staged = true,
+                        Err(e) => refused = Some(e),
+                    }
                 }
+                refused.is_none()
             });
             if !launched {
                 sh.unreserve(false);
-                op.skip();
+                match refused {
+                    // The caller's bytes could not be copied (a GPU copy failed): the fold
+                    // fails, and with it the request; nothing of it reached DAOS.
+                    Some(e) => op.fail(e),
+                    None => op.skip(),
+                }
                 return;
             }
         }

@@ -16,6 +16,7 @@
 // Nothing else is public; it is not a Rust library API and carries no stability promise.
 mod attempt;
 pub mod config;
+mod cuda;
 mod daos;
 pub mod engine;
 pub mod error;

@@ -1382,7 +1382,7 @@ fn a_read_only_user_reads_and_neither_writes_nor_evicts() {
     let _cap = Capacity::set(8 << 20, 0);
     let user = acl_user();
     let keep_free = [("evict_keep_free", "90"), ("evict_reclaim_ms", "0")];
-    let writer = engine("readonly", &keep_free);
+    let writer = engine("readonly", &[]);
     let written: Vec<Vec<u8>> = (0..4).map(|i| pattern(SIZE, 40 + i as u8)).collect();
     for (i, buf) in written.iter().enumerate() {
         let r = reg(&writer, &format!("ro/{i}"));

@@ -130,7 +130,7 @@ pub fn no_perm_hint(call: &str, pool: &str, cont: Option<&str>) -> String {
              grants that with `dmg pool update-acl -e A::{user}@:rw {pool}`, or create the container beforehand"
         ),
         None => format!(
-            "the ACL of pool {pool:?} does not let user {user} (uid {uid}) connect read-write; an administrator \
+            "the ACL of pool {pool:?} does not let user {user} (uid {uid}) connect (to read or to write); an administrator \
              grants that with `dmg pool update-acl -e A::{user}@:rw {pool}`"
         ),
     }

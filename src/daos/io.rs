@@ -34,6 +34,48 @@ pub enum IoKind {
     Record,
 }
 
+/// Where the caller's buffers of an I/O live: host memory (DRAM), copied with memcpy, or
+/// memory of one CUDA device (VRAM), copied through the driver.
+#[derive(Clone, Copy)]
+pub enum Local {
+    Host,
+    Device(&'static crate::cuda::Device),
+}
+
+impl Local {
+    /// Copies `dst.len()` bytes of the caller's at `src` into the staging buffer `dst`.
+    ///
+    /// # Safety
+    /// `src..src + dst.len()` is a caller's range of a live request (valid for reads).
+    unsafe fn read(self, src: u64, dst: &mut [u8]) -> Result<(), Error> {
+        match self {
+            // SAFETY: readable by this function's contract; the staging buffer is distinct.
+            Local::Host => unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) },
+            // SAFETY: device memory of a live request (checked at registration).
+            Local::Device(d) => unsafe { d.to_host(dst, src)? },
+        }
+        Ok(())
+    }
+
+    /// Copies the staging buffer's `src` into the caller's at `dst`.
+    ///
+    /// # Safety
+    /// `dst..dst + src.len()` is a caller's range of a live request (valid for writes).
+    unsafe fn write(self, src: &[u8], dst: u64) -> Result<(), Error> {
+        match self {
+            // SAFETY: writable by this function's contract; the staging buffer is distinct.
+            Local::Host => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) },
+            // SAFETY: device memory of a live request (checked at registration).
+            Local::Device(d) => unsafe { d.to_device(dst, src)? },
+        }
+        Ok(())
+    }
+
+    fn is_host(self) -> bool {
+        matches!(self, Local::Host)
+    }
+}
+
 /// One range of the object and the caller's buffer it moves to or from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
@@ -88,6 +130,8 @@ pub struct IoDesc {
     extents: Vec<Extent>,
     /// An update whose ranges overlap (copied whole, in descriptor order).
     overlap: bool,
+    /// Where the caller's ranges live.
+    local: Local,
     runs: Vec<Run>,
     stage: Option<Stage>,
     stage_len: usize,
@@ -126,6 +170,7 @@ impl IoDesc {
             dkey,
             extents: if overlap { extents.to_vec() } else { sorted },
             overlap,
+            local: Local::Host,
             runs,
             stage: None,
             stage_len,
@@ -175,6 +220,12 @@ impl IoDesc {
         IoDesc::build(IoKind::Record, dkey, &[], Vec::new(), Record { id: 0, len: 0 })
     }
 
+    /// The I/O with the caller's ranges in `local` memory (host memory unless said).
+    pub fn on(mut self, local: Local) -> IoDesc {
+        self.local = local;
+        self
+    }
+
     /// Bytes of staging buffer this I/O needs (`attach`).
     pub fn stage_len(&self) -> usize {
         self.stage_len
@@ -190,13 +241,14 @@ impl IoDesc {
     /// they cover whole (up to the value's end); other blocks get no checksum, so a read of
     /// them does not verify. The copy runs in offset order, a block at a time, and each block
     /// is checksummed as soon as its bytes are in, while they are still in the cache (where
-    /// descriptors overlap, all are copied first, in descriptor order, so the later one wins).
+    /// descriptors overlap, all are copied first, in descriptor order, so the later one wins; so
+    /// is device memory, one copy per range). A failed device copy fails the I/O.
     ///
     /// # Safety
     /// The caller's ranges are valid for reads: their request is live (`Attempt::begin_launch`
     /// runs this under its lock, before any status that ends the request).
-    pub unsafe fn stage_in(&mut self) {
-        let Some(stage) = self.stage.as_mut() else { return };
+    pub unsafe fn stage_in(&mut self) -> Result<(), Error> {
+        let Some(stage) = self.stage.as_mut() else { return Ok(()) };
         let buf = stage.as_mut_slice();
         let Record { id, len } = self.record;
         // The blocks to checksum, in offset order: (index, start, stop, where in the buffer).
@@ -215,13 +267,14 @@ impl IoDesc {
         }
         self.sums.clear();
         self.sum_recxs.clear();
+        let local = self.local;
         let copy = |buf: &mut [u8], e: &Extent, from: u64, n: u64| {
             let r = run_of(&self.runs, e.offset + from, n);
             let at = r.at + (e.offset + from - r.offset) as usize;
             // SAFETY: the caller's range is readable (this function's contract) and holds
             // `e.len` bytes; the staging buffer holds `n` bytes from `at` (the run covers the
-            // extent), and the two are distinct allocations.
-            unsafe { std::ptr::copy_nonoverlapping((e.addr + from) as *const u8, buf[at..].as_mut_ptr(), n as usize) };
+            // extent).
+            unsafe { local.read(e.addr + from, &mut buf[at..at + n as usize]) }
         };
         let mut next = 0usize;
         let mut sum_through = |buf: &[u8], upto: u64, sums: &mut Vec<u32>| {
@@ -230,9 +283,9 @@ impl IoDesc {
                 next += 1;
             }
         };
-        if self.overlap {
+        if self.overlap || !local.is_host() {
             for e in &self.extents {
-                copy(buf, e, 0, e.len);
+                copy(buf, e, 0, e.len)?;
             }
             sum_through(buf, u64::MAX, &mut self.sums);
         } else {
@@ -242,7 +295,7 @@ impl IoDesc {
                     // Up to the next block boundary of the object.
                     let at = e.offset + done;
                     let n = (e.len - done).min(BLOCK - at % BLOCK);
-                    copy(buf, e, done, n);
+                    copy(buf, e, done, n)?;
                     done += n;
                     sum_through(buf, at + n, &mut self.sums);
                 }
@@ -254,6 +307,7 @@ impl IoDesc {
                 _ => self.sum_recxs.push(daos_recx_t { rx_idx: b, rx_nr: 1 }),
             }
         }
+        Ok(())
     }
 
     /// After a successful fetch of a record (`IoKind::Record`, or any fetch): the record DAOS
@@ -339,13 +393,7 @@ impl IoDesc {
                     // for writes by this function's contract) and [lo, hi) lies within it; the
                     // staging buffer holds those bytes from `from` (the run covers the block); the
                     // two never overlap.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            buf[from..].as_ptr(),
-                            (e.addr + (lo - e.offset)) as *mut u8,
-                            (hi - lo) as usize,
-                        )
-                    };
+                    unsafe { self.local.write(&buf[from..from + (hi - lo) as usize], e.addr + (lo - e.offset))? };
                 }
             }
         }
@@ -485,7 +533,7 @@ mod tests {
         let pool = crate::stage::StagePool::new(1 << 20);
         io.attach(pool.try_take(130).unwrap());
         // SAFETY: both ranges are live vectors.
-        unsafe { io.stage_in() };
+        unsafe { io.stage_in() }.unwrap();
         let s = io.stage.as_ref().unwrap().as_slice();
         assert!(s[..80].iter().all(|&x| x == 1) && s[80..].iter().all(|&x| x == 2));
         assert_eq!(io.sums, vec![block_sum(9, 0, s)], "one block, to the value's end");
@@ -500,7 +548,7 @@ mod tests {
         let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: 1, len: 3 * BLOCK });
         io.attach(crate::stage::StagePool::new(1 << 30).try_take(io.stage_len()).unwrap());
         // SAFETY: a live vector, longer than the extent.
-        unsafe { io.stage_in() };
+        unsafe { io.stage_in() }.unwrap();
         assert_eq!(io.sum_recxs.iter().map(|x| (x.rx_idx, x.rx_nr)).collect::<Vec<_>>(), vec![(1, 1)]);
     }
 

@@ -329,7 +329,8 @@ impl Pool {
                 let writable = match connect(sys::DAOS_PC_RW, &mut poh) {
                     Err(e) if e.is_no_perm() => match connect(sys::DAOS_PC_RO, &mut poh) {
                         Ok(()) => Ok(false),
-                        Err(_) => Err(e),
+                        Err(ro) if ro.is_no_perm() => Err(e),
+                        Err(ro) => Err(ro),
                     },
                     other => other.map(|()| true),
                 };
@@ -468,7 +469,13 @@ impl Container {
                 return open_as(sys::DAOS_COO_RO).map(|(_, coh)| (coh, false));
             }
             match open_as(sys::DAOS_COO_RW) {
-                Err(e) if e.is_no_perm() => open_as(sys::DAOS_COO_RO).map(|(_, coh)| (coh, false)).map_err(|_| e),
+                // Refused read-only too: the first refusal is the one to report; any other
+                // failure (a timeout) is its own.
+                Err(e) if e.is_no_perm() => {
+                    open_as(sys::DAOS_COO_RO)
+                        .map(|(_, coh)| (coh, false))
+                        .map_err(|ro| if ro.is_no_perm() { e } else { ro })
+                }
                 other => other.map(|(_, coh)| (coh, true)),
             }
         };

@@ -802,9 +802,12 @@ impl Worker {
             if self.stop.load(Ordering::Acquire) {
                 // Gone, it writes nothing more: the others must not leave its share of the
                 // eviction to it (they divide what is needed by demand). Its pending reclaim
-                // still counts until its entry goes stale.
-                let credit = self.credit();
-                self.write_ledger(credit, 0);
+                // still counts until its entry goes stale. An engine that never checked
+                // published nothing to take back.
+                if self.last_check.is_some() {
+                    let credit = self.credit();
+                    self.write_ledger(credit, 0);
+                }
                 return;
             }
             self.check_space();

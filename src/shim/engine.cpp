@@ -145,7 +145,7 @@ nixlDaosEngine::~nixlDaosEngine() {
 MemList
 nixlDaosEngine::getSupportedMems() const {
     try {
-        return supportedMems();
+        return supportedMems(engine_);
     }
     catch (...) {
         return {};
@@ -390,8 +390,12 @@ nixlDaosEngine::estimateXferCost(const XferOp &,
 }
 
 MemList
-supportedMems() {
-    return MemList{kDram, kObj};
+supportedMems(nd_engine *engine) {
+    MemList mems{kDram, kObj};
+    if (nd_supports_vram(engine)) {
+        mems.push_back(kVram);
+    }
+    return mems;
 }
 
 Params

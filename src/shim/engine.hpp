@@ -133,9 +133,10 @@ private:
     std::vector<std::unique_ptr<abi::BackendMD>> tombstones_;
 };
 
-// The memory types the engine registers and transfers.
+// The memory types the engine (NULL: any engine of this plugin) registers and transfers:
+// VRAM too where a usable CUDA driver was found.
 abi::MemList
-supportedMems();
+supportedMems(nd_engine *engine);
 
 // The backend parameters and their defaults, as the Rust engine lists them.
 abi::Params

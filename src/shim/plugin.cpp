@@ -48,7 +48,7 @@ namespace {
     MemList
     backendMems() noexcept {
         try {
-            return supportedMems();
+            return supportedMems(nullptr);
         }
         catch (...) {
             return {};

@@ -27,6 +27,9 @@ REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / "target" / "release"
 PLUGIN_SO = RELEASE / "libplugin_DAOS.so"
 SIM_SO = RELEASE / "libdaos_sim.so"
+# The CUDA driver stand-in (tests/cuda-sim): the plugin loads it as its libcuda
+# (NIXL_DAOS_LIBCUDA), and `Gpu` below drives the same instance.
+CUDA_SIM_SO = RELEASE / "libcuda_sim.so"
 BACKEND = "DAOS"
 
 # Testbed mode (ci/e2e-testbed.sh): the tests run against a real DAOS pool named by DAOS_POOL and
@@ -81,6 +84,8 @@ def prepare_environment(with_posix: bool = False) -> str:
         os.symlink(_wheel_dirs()[0] / "nixl" / "libplugin_POSIX.so", posix)
     os.environ["NIXL_PLUGIN_DIR"] = _plugin_dir
     os.environ["NIXL_DAOS_LIBDAOS"] = LIBDAOS
+    if CUDA_SIM_SO.is_file():
+        os.environ.setdefault("NIXL_DAOS_LIBCUDA", str(CUDA_SIM_SO))
     os.environ["DAOS_POOL"] = SIM_POOL
     os.environ["DAOS_CONT"] = SIM_CONT
     return _plugin_dir
@@ -221,6 +226,70 @@ def kvbm_layer_separate(buf: np.ndarray, dev_ids: list[int], layers: int, layer_
 
 
 # ------------------------------------------------------------------------------------------------
+# GPU memory
+
+
+class Gpu:
+    """Device memory through the CUDA driver API of the library the plugin loads
+    (NIXL_DAOS_LIBCUDA; the stand-in in CI, libcuda.so.1 on a GPU host): alloc, fill, read back.
+    The stand-in's controls (`control`, `stats`) exist only on it."""
+
+    def __init__(self, path: str | None = None, device: int = 0):
+        self.lib = ctypes.CDLL(path or os.environ.get("NIXL_DAOS_LIBCUDA", str(CUDA_SIM_SO)))
+        u64, sz, vp = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p
+        for name, args in (
+            ("cuInit", [ctypes.c_uint]),
+            ("cuDevicePrimaryCtxRetain", [ctypes.POINTER(vp), ctypes.c_int]),
+            ("cuCtxSetCurrent", [vp]),
+            ("cuMemAlloc_v2", [ctypes.POINTER(u64), sz]),
+            ("cuMemFree_v2", [u64]),
+            ("cuMemcpyHtoD_v2", [u64, vp, sz]),
+            ("cuMemcpyDtoH_v2", [vp, u64, sz]),
+        ):
+            getattr(self.lib, name).argtypes = args
+            getattr(self.lib, name).restype = ctypes.c_int
+        self.device = device
+        self._ok("cuInit", self.lib.cuInit(0))
+        self.ctx = vp()
+        self._ok("cuDevicePrimaryCtxRetain", self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(self.ctx), device))
+
+    def _ok(self, call: str, rc: int) -> None:
+        if rc != 0:
+            raise RuntimeError(f"{call} returned CUDA error {rc}")
+
+    def _enter(self) -> None:
+        self._ok("cuCtxSetCurrent", self.lib.cuCtxSetCurrent(self.ctx))
+
+    def alloc(self, nbytes: int) -> int:
+        self._enter()
+        p = ctypes.c_uint64()
+        self._ok("cuMemAlloc_v2", self.lib.cuMemAlloc_v2(ctypes.byref(p), nbytes))
+        return p.value
+
+    def free(self, dptr: int) -> None:
+        self._ok("cuMemFree_v2", self.lib.cuMemFree_v2(dptr))
+
+    def upload(self, dptr: int, data: np.ndarray) -> None:
+        self._enter()
+        self._ok("cuMemcpyHtoD_v2", self.lib.cuMemcpyHtoD_v2(dptr, data.ctypes.data, data.nbytes))
+
+    def download(self, dptr: int, nbytes: int) -> np.ndarray:
+        self._enter()
+        out = np.empty(nbytes, dtype=np.uint8)
+        self._ok("cuMemcpyDtoH_v2", self.lib.cuMemcpyDtoH_v2(out.ctypes.data, dptr, nbytes))
+        return out
+
+    def control(self, cmd: str) -> None:
+        self.lib.cuda_sim_control.argtypes = [ctypes.c_char_p]
+        if self.lib.cuda_sim_control(cmd.encode()) != 0:
+            raise RuntimeError(f"cuda_sim_control({cmd!r}) refused")
+
+    def stats(self) -> dict[str, int]:
+        self.lib.cuda_sim_stats.restype = ctypes.c_char_p
+        return json.loads(self.lib.cuda_sim_stats())
+
+
+# ------------------------------------------------------------------------------------------------
 # agent
 
 
@@ -261,6 +330,12 @@ class DaosAgent:
         self._keep.append(arr)
         return descs
 
+    def reg_vram(self, dptr: int, nbytes: int, device: int = 0):
+        """Registers device memory (devId: the CUDA device ordinal)."""
+        descs = self.agent.register_memory([(dptr, nbytes, device, "")], "VRAM", backends=[BACKEND])
+        self._regs.append(descs)
+        return descs
+
     def reg_obj(self, key: str, length: int, dev_id: int | None = None) -> int:
         """Registers one OBJ key (`key=""`: the key is the decimal devId); returns its devId."""
         dev_id = next(self._dev_ids) if dev_id is None else dev_id
@@ -277,10 +352,11 @@ class DaosAgent:
         self._regs.remove(descs)
 
     # -- transfers --
-    def post(self, op: str, local: list[tuple], remote: list[tuple]):
-        """initialize_xfer + transfer; returns (handle, first state)."""
+    def post(self, op: str, local: list[tuple], remote: list[tuple], mem: str = "DRAM"):
+        """initialize_xfer + transfer; returns (handle, first state). `mem`: the local memory
+        type (DRAM, or VRAM with devId the CUDA device)."""
         h = self.agent.initialize_xfer(
-            op, self.agent.get_xfer_descs(local, "DRAM"), self.agent.get_xfer_descs(remote, "OBJ"), self.name
+            op, self.agent.get_xfer_descs(local, mem), self.agent.get_xfer_descs(remote, "OBJ"), self.name
         )
         try:
             return h, self.agent.transfer(h)
@@ -312,10 +388,10 @@ class DaosAgent:
             self.release(handle)
         return time.monotonic() - t0
 
-    def xfer(self, op: str, local: list[tuple], remote: list[tuple], timeout: float = 20.0) -> float:
+    def xfer(self, op: str, local: list[tuple], remote: list[tuple], timeout: float = 20.0, mem: str = "DRAM") -> float:
         """One whole transfer (initialize_xfer, transfer, wait, release); returns its wall time."""
         t0 = time.monotonic()
-        h, state = self.post(op, local, remote)
+        h, state = self.post(op, local, remote, mem)
         try:
             self.wait(h, state, timeout)
         finally:

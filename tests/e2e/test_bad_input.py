@@ -247,7 +247,8 @@ def test_bad_descriptors(agent, sim):
     refused("descriptor", lambda: agent.xfer("WRITE", [(addr(buf), 10 * MiB, 0)], [(0, 10 * MiB, unbounded)]))
     refused("descriptor", lambda: agent.xfer("READ", [(addr(buf), 100, 0)], [(size, 100, dev)]))  # past the key's range
 
-    # Wrong memory types: the plugin moves DRAM <-> OBJ only, and registers neither VRAM nor FILE.
+    # Wrong memory types: the plugin moves DRAM or VRAM <-> OBJ only; host memory is not VRAM, and FILE
+    # is not registered.
     obj, dram = (
         agent.agent.get_xfer_descs([(0, 100, dev)], "OBJ"),
         agent.agent.get_xfer_descs([(addr(buf), 100, 0)], "DRAM"),

@@ -41,7 +41,8 @@ def test_plugin_listed_with_parameters_and_memory_types():
     # The knobs a design change made unnecessary are gone, not left as no-ops.
     assert not {"fold", "rpc_target_bytes", "spread_rpcs", "spread_min_bytes", "stage_reads"} & set(params)
     assert int(params["timeout_ms"]) > 0 and int(params["num_queues"]) >= 1
-    assert sorted(a.get_plugin_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
+    # VRAM too: the tests load the CUDA driver stand-in (test_vram.py checks a host without one).
+    assert sorted(a.get_plugin_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG", "VRAM_SEG"]
 
 
 def test_create_backend_with_explicit_parameters(make_agent):
@@ -53,7 +54,7 @@ def test_create_backend_with_explicit_parameters(make_agent):
         "stage_bytes": "16777216",
     }
     d = make_agent(params)
-    assert sorted(d.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG"]
+    assert sorted(d.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG", "VRAM_SEG"]
     echoed = d.agent.get_backend_params(BACKEND)
     for k, v in params.items():
         assert echoed.get(k) == v, (k, echoed)

@@ -178,6 +178,11 @@ nd_query_mem(nd_engine *engine, const nd_key *keys, size_t n, int64_t *sizes) {
     return kOk;
 }
 
+int
+nd_supports_vram(nd_engine *) {
+    return 0; // the stub moves host memory only
+}
+
 void *
 nd_shim_plugin_init(void);
 void

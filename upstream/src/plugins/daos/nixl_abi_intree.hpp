@@ -28,6 +28,7 @@ static_assert(static_cast<int>(NIXL_IN_PROG) == ND_IN_PROG && static_cast<int>(N
                   static_cast<int>(NIXL_ERR_NOT_POSTED) == ND_ERR_NOT_POSTED &&
                   static_cast<int>(NIXL_ERR_INVALID_PARAM) == ND_ERR_INVALID_PARAM &&
                   static_cast<int>(NIXL_ERR_BACKEND) == ND_ERR_BACKEND &&
+                  static_cast<int>(NIXL_ERR_NOT_ALLOWED) == ND_ERR_NOT_ALLOWED &&
                   static_cast<int>(NIXL_ERR_REPOST_ACTIVE) == ND_ERR_REPOST_ACTIVE &&
                   static_cast<int>(NIXL_ERR_NOT_SUPPORTED) == ND_ERR_NOT_SUPPORTED,
               "nixl_daos.h's ND_* statuses differ from nixl_status_t");

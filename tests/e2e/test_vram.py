@@ -1,0 +1,201 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
+# SPDX-License-Identifier: Apache-2.0
+"""GPU memory (VRAM) through the real NIXL agent, against the CUDA driver stand-in
+(tests/cuda-sim, loaded by the plugin through NIXL_DAOS_LIBCUDA): the stand-in's device memory
+lives in host memory but is device memory to every driver call, so the plugin's VRAM path
+(registration checks, copies through the driver on the lanes, staging, verification) runs as it
+would on a GPU. ci/gpu-check.sh runs the same path on a real GPU.
+
+What is checked: VRAM is listed where a driver is found (and not where none is); writes from
+VRAM and reads into VRAM round-trip byte for byte, across chunks and at offsets, and agree with
+DRAM transfers of the same keys; a KVBM layer-separate batch from VRAM; registrations that are
+not device memory of the named device are refused, saying what they are; a copy that fails
+fails its request cleanly (a write leaves the key absent, never half-written); a read that times
+out leaves its GPU buffer untouched after DAOS answers late."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import daoskit
+from daoskit import BACKEND, addr, assert_same, pattern, unique_key
+
+MiB = 1 << 20
+
+pytestmark = pytest.mark.skipif(not daoskit.CUDA_SIM_SO.is_file(), reason="needs target/release/libcuda_sim.so")
+
+
+@pytest.fixture(scope="module")
+def gpu(nixl_env):
+    return daoskit.Gpu(str(daoskit.CUDA_SIM_SO))
+
+
+@pytest.fixture(autouse=True)
+def calm_gpu(gpu):
+    gpu.control("calm")
+    yield
+    gpu.control("calm")
+
+
+def vram_put(agent, gpu, key: str, data: np.ndarray, offset: int = 0, reg_len: int | None = None) -> tuple[int, int]:
+    """Writes `data` from fresh device memory to `key` at `offset`; returns (devId, dptr)."""
+    dptr = gpu.alloc(data.nbytes)
+    gpu.upload(dptr, data)
+    agent.reg_vram(dptr, data.nbytes)
+    dev = agent.reg_obj(key, reg_len or offset + data.nbytes)
+    agent.xfer("WRITE", [(dptr, data.nbytes, 0)], [(offset, data.nbytes, dev)], mem="VRAM")
+    return dev, dptr
+
+
+def vram_get(agent, gpu, dev: int, nbytes: int, offset: int = 0) -> np.ndarray:
+    dptr = gpu.alloc(nbytes)
+    agent.reg_vram(dptr, nbytes)
+    agent.xfer("READ", [(dptr, nbytes, 0)], [(offset, nbytes, dev)], mem="VRAM")
+    return gpu.download(dptr, nbytes)
+
+
+def test_vram_is_listed_where_a_driver_is_found(agent):
+    assert sorted(agent.agent.get_backend_mem_types(BACKEND)) == ["DRAM_SEG", "OBJ_SEG", "VRAM_SEG"]
+    # Without a driver (a fresh process: the driver is probed once per process).
+    code = (
+        "import json, daoskit; a = daoskit.DaosAgent(); "
+        "print(json.dumps(sorted(a.agent.get_backend_mem_types(daoskit.BACKEND))))"
+    )
+    env = dict(os.environ, NIXL_DAOS_LIBCUDA="/nonexistent/libcuda.so.1")
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=Path(__file__).parent
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == ["DRAM_SEG", "OBJ_SEG"]
+
+
+@pytest.mark.parametrize("size", [4096, 1 * MiB + 17, 9 * MiB])
+def test_vram_round_trip_agrees_with_dram(agent, gpu, size):
+    data = pattern(size, size % 251)
+    key = unique_key("vram")
+    dev, _ = vram_put(agent, gpu, key, data)
+    assert_same(vram_get(agent, gpu, dev, size), data, "read into VRAM")
+    # The same key read into DRAM, and a DRAM-written key read into VRAM: one data path.
+    assert_same(agent.get(dev, size), data, "read into DRAM")
+    other = pattern(size, 7)
+    dram_dev = agent.put(unique_key("dram"), other)
+    assert_same(vram_get(agent, gpu, dram_dev, size), other, "DRAM-written key read into VRAM")
+    assert int(agent.query([key])[0]["size"]) == size
+
+
+def test_vram_ranges_at_offsets_across_chunks(agent, gpu):
+    """A value of three 4 MiB chunks written in two VRAM ranges, read back in three ranges that
+    straddle chunk boundaries, into one device buffer at offsets."""
+    size = 12 * MiB
+    data = pattern(size, 3)
+    dptr = gpu.alloc(size)
+    gpu.upload(dptr, data)
+    agent.reg_vram(dptr, size)
+    dev = agent.reg_obj(unique_key("vram-off"), size)
+    half = 5 * MiB + 3
+    agent.xfer(
+        "WRITE",
+        [(dptr, half, 0), (dptr + half, size - half, 0)],
+        [(0, half, dev), (half, size - half, dev)],
+        mem="VRAM",
+    )
+    out = gpu.alloc(size)
+    agent.reg_vram(out, size)
+    cuts = [0, 3 * MiB + 1, 8 * MiB + 5, size]
+    local = [(out + a, b - a, 0) for a, b in zip(cuts, cuts[1:])]
+    remote = [(a, b - a, dev) for a, b in zip(cuts, cuts[1:])]
+    agent.xfer("READ", local, remote, mem="VRAM")
+    assert_same(gpu.download(out, size), data, "ranges across chunks")
+
+
+def test_kvbm_layer_separate_batch_from_vram(agent, gpu):
+    """KVBM's layer-separate layout (one key per block, one descriptor per layer) from one
+    device buffer; read back into DRAM and compared block by block."""
+    blocks, layers, layer_bytes = 8, 4, 64 * 1024
+    host = pattern(blocks * layers * layer_bytes, 11)
+    dptr = gpu.alloc(host.nbytes)
+    gpu.upload(dptr, host)
+    agent.reg_vram(dptr, host.nbytes)
+    devs = [agent.reg_obj("", layers * layer_bytes, daoskit.unique_dev_id()) for _ in range(blocks)]
+    local, remote = daoskit.kvbm_layer_separate(host, devs, layers, layer_bytes)
+    # The same layout, at device addresses.
+    local = [(dptr + (a - addr(host)), n, 0) for a, n, _ in local]
+    agent.xfer("WRITE", local, remote, mem="VRAM")
+    for b, dev in enumerate(devs):
+        got = agent.get(dev, layers * layer_bytes)
+        for layer in range(layers):
+            at = (layer * blocks + b) * layer_bytes
+            assert_same(
+                got[layer * layer_bytes : (layer + 1) * layer_bytes],
+                host[at : at + layer_bytes],
+                f"block {b} layer {layer}",
+            )
+
+
+def refused(call) -> str:
+    with pytest.raises(daoskit.nixl_errors()) as e:
+        call()
+    return str(e.value)
+
+
+def test_registration_checks_it_is_device_memory_of_that_device(agent, gpu):
+    host = np.zeros(4096, dtype=np.uint8)
+    refused(lambda: agent.agent.register_memory([(addr(host), 4096, 0, "")], "VRAM", backends=[BACKEND]))
+    dptr = gpu.alloc(4096)
+    # Device 1 does not exist (one device); a range past the allocation.
+    refused(lambda: agent.agent.register_memory([(dptr, 4096, 1, "")], "VRAM", backends=[BACKEND]))
+    refused(lambda: agent.agent.register_memory([(dptr, 8192, 0, "")], "VRAM", backends=[BACKEND]))
+    # And a VRAM transfer of host memory never registered as VRAM fails its copy, cleanly.
+    key = unique_key("unreg")
+    dev = agent.reg_obj(key, 4096)
+    refused(lambda: agent.xfer("WRITE", [(addr(host), 4096, 0)], [(0, 4096, dev)], mem="VRAM"))
+    assert agent.query([key]) == [None]
+
+
+def test_a_failed_copy_fails_the_request_and_nothing_half_written_is_read(agent, gpu):
+    size = 9 * MiB  # three chunks: one copy fails, the others may land
+    data = pattern(size, 21)
+    dptr = gpu.alloc(size)
+    gpu.upload(dptr, data)
+    agent.reg_vram(dptr, size)
+    key = unique_key("copyfail")
+    dev = agent.reg_obj(key, size)
+    gpu.control("fail cuMemcpyDtoH_v2 1")
+    refused(lambda: agent.xfer("WRITE", [(dptr, size, 0)], [(0, size, dev)], mem="VRAM"))
+    # Whatever chunks landed, the key is not whole: absent to queryMem, a miss to a read.
+    assert agent.query([key]) == [None]
+    refused(lambda: agent.get(dev, size))
+    # The next write of the same buffer succeeds and reads back.
+    agent.xfer("WRITE", [(dptr, size, 0)], [(0, size, dev)], mem="VRAM")
+    assert_same(vram_get(agent, gpu, dev, size), data, "after a failed copy")
+    # A read whose copy into the GPU fails is a failed read.
+    gpu.control("fail cuMemcpyHtoD_v2 1")
+    out = gpu.alloc(size)
+    agent.reg_vram(out, size)
+    refused(lambda: agent.xfer("READ", [(out, size, 0)], [(0, size, dev)], mem="VRAM"))
+
+
+def test_a_timed_out_read_leaves_its_gpu_buffer_untouched(make_agent, gpu, sim):
+    agent = make_agent({"read_timeout_ms": "300"})
+    size = 1 * MiB
+    dev, _ = vram_put(agent, gpu, unique_key("late"), pattern(size, 5))
+    out = gpu.alloc(size)
+    sentinel = np.full(size, 0xA5, dtype=np.uint8)
+    gpu.upload(out, sentinel)
+    agent.reg_vram(out, size)
+    before = gpu.stats()["htod"]
+    sim.control("latency 1500000")  # microseconds
+    try:
+        with pytest.raises(daoskit.backend_error()):
+            agent.xfer("READ", [(out, size, 0)], [(0, size, dev)], mem="VRAM")
+        time.sleep(2.0)  # DAOS answers the read now, into the plugin's staging buffer only
+    finally:
+        sim.control("latency 0")
+    assert gpu.stats()["htod"] == before, "a copy into the GPU ran after the read ended"
+    assert_same(gpu.download(out, size), sentinel, "the GPU buffer after the late answer")

@@ -199,3 +199,27 @@ def test_a_timed_out_read_leaves_its_gpu_buffer_untouched(make_agent, gpu, sim):
         sim.control("latency 0")
     assert gpu.stats()["htod"] == before, "a copy into the GPU ran after the read ended"
     assert_same(gpu.download(out, size), sentinel, "the GPU buffer after the late answer")
+
+
+def test_the_gpu_check_script_runs_on_the_stand_in(nixl_env):
+    """ci/gpu-check.sh's check (tests/gpu/gpu_check.py), on the stand-in and this venv's NIXL,
+    so that the script a GPU host runs stays working between GPU runs."""
+    repo = Path(__file__).resolve().parents[2]
+    script = repo / "tests" / "gpu" / "gpu_check.py"
+    cmd = [sys.executable, str(script), "--plugin-dir", nixl_env, "--daos-sim", str(daoskit.SIM_SO)]
+    cmd += [
+        "--memory",
+        "sim",
+        "--cuda-sim",
+        str(daoskit.CUDA_SIM_SO),
+        "--nixl",
+        "nixl_cu12",
+        "--keys",
+        "8",
+        "--passes",
+        "1",
+    ]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    assert result["failed"] == [] and result["VRAM"]["read_gbs"] > 0, result

@@ -116,13 +116,28 @@ extern "C" {
 #[no_mangle]
 pub extern "C" fn nixl_plugin_init() -> *mut c_void {
     crate::log::init();
-    if crate::nixl_version::host_nixl() == crate::nixl_version::Host::TooOld {
-        tracing::error!(
-            "DAOS backend: this NIXL predates 1.0 and its backend engine ABI differs from the one \
-             this plugin implements ({}); not loading. Upgrade NIXL (pip install 'nixl>=1.0')",
-            crate::nixl_version::SUPPORTED
-        );
-        return std::ptr::null_mut();
+    use crate::nixl_version::{host_nixl, Host, ALLOW_ENV, SUPPORTED};
+    match host_nixl() {
+        Host::TooOld => {
+            tracing::error!(
+                "DAOS backend: this NIXL predates 1.0 and its backend engine ABI differs from the one \
+                 this plugin implements ({SUPPORTED}); not loading. Upgrade NIXL (pip install 'nixl>=1.0')"
+            );
+            return std::ptr::null_mut();
+        }
+        Host::TooNew(v) if std::env::var(ALLOW_ENV).as_deref() != Ok("1") => {
+            tracing::error!(
+                "DAOS backend: this is NIXL {v}, and this plugin implements the backend engine ABI of \
+                 {SUPPORTED}, the releases it was tested with; not loading. Use a plugin built for NIXL {v}, \
+                 or set {ALLOW_ENV}=1 to load it anyway (a changed ABI then fails in ways this check exists to \
+                 prevent)"
+            );
+            return std::ptr::null_mut();
+        }
+        Host::TooNew(v) => tracing::warn!(
+            "DAOS backend: loading into NIXL {v}, past the tested {SUPPORTED}, because {ALLOW_ENV}=1"
+        ),
+        Host::Supported | Host::Unknown => {}
     }
     // SAFETY: the shim's init takes no arguments and only builds its static plugin table.
     catch_unwind(|| unsafe { nd_shim_plugin_init() }).unwrap_or(std::ptr::null_mut())

@@ -82,6 +82,49 @@ pub struct Library {
     pub path: String,
 }
 
+/// The DAOS client API releases whose structure layouts and calls this plugin uses (its
+/// committed declarations are DAOS 2.8.0's, `bindings.rs`).
+const SUPPORTED_DAOS: (i32, i32) = (2, 8);
+
+/// Set to 1, uses a libdaos of another client API release (with a warning).
+pub const ALLOW_DAOS_ENV: &str = "NIXL_DAOS_ALLOW_UNTESTED_DAOS";
+
+/// The client API version libdaos at `path` reports (`daos_version_get`, exported by libdaos
+/// though not declared in DAOS 2.8's public headers); None when it has none.
+fn client_api_version(path: &str) -> Option<(i32, i32, i32)> {
+    type VersionGet = unsafe extern "C" fn(*mut i32, *mut i32, *mut i32) -> i32;
+    // SAFETY: the library is loaded already (DaosApi holds it): this only raises its count.
+    let lib = unsafe { libloading::Library::new(path) }.ok()?;
+    // SAFETY: DAOS defines it as int daos_version_get(int *major, int *minor, int *fix).
+    let get = unsafe { lib.get::<VersionGet>(b"daos_version_get\0") }.ok()?;
+    let (mut major, mut minor, mut fix) = (0, 0, 0);
+    // SAFETY: three valid out pointers; a plain getter that needs no daos_init.
+    (unsafe { get(&mut major, &mut minor, &mut fix) } == 0).then_some((major, minor, fix))
+}
+
+/// Refuses a libdaos of another client API release than `SUPPORTED_DAOS`, unless
+/// `ALLOW_DAOS_ENV` says to go on.
+fn check_version(path: &str, version: Option<(i32, i32, i32)>) -> Result<(), Error> {
+    let (want_major, want_minor) = SUPPORTED_DAOS;
+    let found = match version {
+        Some((major, minor, _)) if (major, minor) == SUPPORTED_DAOS => return Ok(()),
+        Some((major, minor, fix)) => format!("DAOS client API {major}.{minor}.{fix}"),
+        None => "a library without daos_version_get (DAOS before 2.0, or not libdaos)".to_string(),
+    };
+    if std::env::var(ALLOW_DAOS_ENV).as_deref() == Ok("1") {
+        tracing::warn!(
+            "DAOS backend: {path} is {found}, not the DAOS {want_major}.{want_minor} this plugin is built for; used \
+             anyway because {ALLOW_DAOS_ENV}=1"
+        );
+        return Ok(());
+    }
+    Err(Error::InvalidArg(format!(
+        "{path} is {found}; this plugin is built for and tested with the DAOS {want_major}.{want_minor} client (its \
+         structure layouts and calls), so it does not use it. Install the DAOS {want_major}.{want_minor} client \
+         (libdaos.so.2), point daos_lib or NIXL_DAOS_LIBDAOS at it, or set {ALLOW_DAOS_ENV}=1 to use this one anyway"
+    )))
+}
+
 impl Library {
     pub fn load(path: &str) -> Result<&'static Library, Error> {
         static LOADED: OnceLock<Mutex<HashMap<String, &'static Library>>> = OnceLock::new();
@@ -94,6 +137,7 @@ impl Library {
         // the library the user named for exactly this purpose.
         let api =
             unsafe { sys::DaosApi::new(path) }.map_err(|source| Error::Load { path: path.to_string(), source })?;
+        check_version(path, client_api_version(path))?;
         let lib: &'static Library = Box::leak(Box::new(Library { api, path: path.to_string() }));
         map.insert(path.to_string(), lib);
         Ok(lib)
@@ -800,5 +844,17 @@ mod tests {
         assert!(daos(-1004).is_existing() && !daos(-1004).is_nonexistent());
         assert!(!daos(-1002).is_nonexistent() && !Error::InvalidArg("x".into()).is_nonexistent());
         assert!(rc_is_nonexistent(-1005) && !rc_is_nonexistent(0) && !rc_is_nonexistent(1005));
+    }
+
+    #[test]
+    fn only_the_daos_client_it_is_built_for() {
+        assert!(check_version("libdaos.so.2", Some((2, 8, 0))).is_ok());
+        assert!(check_version("libdaos.so.2", Some((2, 8, 3))).is_ok());
+        for (v, says) in [(Some((2, 6, 1)), "DAOS client API 2.6.1"), (Some((3, 0, 0)), "3.0.0"), (None, "daos_version_get")] {
+            let e = check_version("/opt/daos/lib64/libdaos.so.2", v).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(says) && msg.contains("DAOS 2.8") && msg.contains(ALLOW_DAOS_ENV), "{msg}");
+            assert!(msg.contains("/opt/daos/lib64/libdaos.so.2"), "{msg}");
+        }
     }
 }

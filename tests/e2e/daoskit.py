@@ -143,6 +143,8 @@ class Sim:
             "copy on",
             "capacity 0",
             "reclaim_ms 0",
+            "version 2.8.0",
+            "deny off",
         ):
             self.control(cmd)
 

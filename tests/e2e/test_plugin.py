@@ -2,10 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """The plugin as NIXL sees it before any I/O: discovery, parameters, backend creation."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from nixl_cu12._api import nixl_agent, nixl_agent_config
 from nixl_cu12._bindings import nixlBackendError
 
+import daoskit
 from daoskit import BACKEND, LIBDAOS, SIM_CONT, SIM_POOL, unique_key
 
 PARAMS = [
@@ -91,3 +97,45 @@ def test_create_container_creates_a_missing_container(make_agent):
     label = unique_key("cont")[:40]
     d = make_agent({"container": label, "create_container": "true"})
     assert d.query([unique_key("absent")]) == [None]
+
+
+VERSION_PROBE = """
+import daoskit
+daoskit.prepare_environment()
+daoskit.Sim().control("version 2.6.1")
+from nixl_cu12._api import nixl_agent, nixl_agent_config
+agent = nixl_agent("version", nixl_agent_config(backends=[]))
+try:
+    agent.create_backend("DAOS", {"pool": "sim", "container": "kv"})
+    print("created")
+except Exception as e:
+    print("refused", type(e).__name__)
+"""
+
+
+@pytest.mark.skipif(daoskit.TESTBED, reason="needs daos-sim's version control")
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_libdaos_of_another_release_is_refused_unless_allowed(allow):
+    """A libdaos whose client API is not 2.8 (daos-sim reporting 2.6.1): create_backend is
+    refused with a line naming both releases and the override; with the override it is used,
+    with a warning. In a fresh process: a library is checked when it is first loaded."""
+
+    env = dict(os.environ)
+    env.pop("NIXL_DAOS_ALLOW_UNTESTED_DAOS", None)
+    if allow:
+        env["NIXL_DAOS_ALLOW_UNTESTED_DAOS"] = "1"
+    p = subprocess.run(
+        [sys.executable, "-c", VERSION_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).parent,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    said = p.stdout.strip().splitlines()[-1]
+    assert "DAOS client API 2.6.1" in p.stderr and "DAOS 2.8" in p.stderr, p.stderr[-3000:]
+    if allow:
+        assert said == "created" and "used anyway because NIXL_DAOS_ALLOW_UNTESTED_DAOS=1" in p.stderr, p.stderr[-3000:]
+    else:
+        assert said.startswith("refused") and "set NIXL_DAOS_ALLOW_UNTESTED_DAOS=1" in p.stderr, p.stderr[-3000:]

@@ -76,6 +76,27 @@ fn initialized() -> bool {
     *INIT.lock() > 0
 }
 
+/// The client API version, as libdaos reports it (`int daos_version_get(int *major, int
+/// *minor, int *fix)`): DAOS 2.8.0's unless `version M.m.f` (`sim::control`) set another, so that
+/// the plugin's refusal of other releases can be tested.
+///
+/// # Safety
+/// Non-null pointers are valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn daos_version_get(major: *mut c_int, minor: *mut c_int, fix: *mut c_int) -> c_int {
+    if major.is_null() || minor.is_null() || fix.is_null() {
+        return -DER_INVAL;
+    }
+    let [a, b, c] = *sim::VERSION.lock();
+    // SAFETY: non-null, valid for writes by this function's contract.
+    unsafe {
+        *major = a;
+        *minor = b;
+        *fix = c;
+    }
+    0
+}
+
 #[no_mangle]
 pub extern "C" fn daos_init() -> c_int {
     sim::global();

@@ -282,6 +282,8 @@ fn parse_der(s: &str) -> Option<c_int> {
 /// read-write container opens only (an ACL entry with `r` alone), `deny pool_write` read-write
 /// pool connects only; `deny off` ends them all.
 pub static DENY_CONNECT: AtomicBool = AtomicBool::new(false);
+/// What `daos_version_get` reports (`version M.m.f`).
+pub static VERSION: parking_lot::Mutex<[c_int; 3]> = parking_lot::Mutex::new([2, 8, 0]);
 pub static DENY_OPEN: AtomicBool = AtomicBool::new(false);
 pub static DENY_WRITE: AtomicBool = AtomicBool::new(false);
 pub static DENY_POOL_WRITE: AtomicBool = AtomicBool::new(false);
@@ -352,6 +354,16 @@ pub fn control(cmd: &str) -> c_int {
         ["reset_stats"] => {
             STATS.reset();
             true
+        }
+        ["version", v] => {
+            let parts: Vec<Option<c_int>> = v.split('.').map(|p| p.parse().ok()).collect();
+            match parts.as_slice() {
+                [Some(a), Some(b), Some(c)] => {
+                    *VERSION.lock() = [*a, *b, *c];
+                    true
+                }
+                _ => false,
+            }
         }
         ["reset_data"] => {
             global().store.reset_data();

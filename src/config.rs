@@ -264,6 +264,38 @@ fn warn_unknown(names: &[&str]) {
     }
 }
 
+/// Parameters the S3-speaking consumers (LMCache, KVBM, vLLM's object tier) pass to whatever
+/// backend they are given: ignored, never taken for a typo of one of ours.
+const S3_NAMES: [&str; 12] = [
+    "endpoint_override",
+    "region",
+    "scheme",
+    "access_key",
+    "secret_key",
+    "session_token",
+    "ca_bundle",
+    "use_virtual_addressing",
+    "req_checksum",
+    "num_threads",
+    "crt_min_limit",
+    "object_class",
+];
+
+/// The parameter of ours `name` is a likely typo of (at most 2 edits away, case aside, and
+/// not the name itself), unless it is a name consumers pass to every backend.
+fn nearest(name: &str) -> Option<&'static str> {
+    if S3_NAMES.contains(&name) || name.len() < 4 {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    PARAMS
+        .iter()
+        .map(|p| (strsim::levenshtein(&lower, p.name), p.name))
+        .filter(|&(d, _)| d <= 2)
+        .min()
+        .map(|(_, n)| n)
+}
+
 fn known_names() -> String {
     PARAMS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
@@ -283,6 +315,13 @@ impl Config {
                 None if k == BUCKET_ALIAS && !v.trim().is_empty() => bucket = Some(v.as_str()),
                 None => unknown.push(k.as_str()),
             }
+        }
+        if let Some((typo, near)) = unknown.iter().find_map(|k| nearest(k).map(|n| (*k, n))) {
+            return Err(Error::InvalidArg(format!(
+                "backend parameter {typo:?} is not one of this backend's: did you mean {near:?}? (known: {}; \
+                 the S3 parameters consumers pass, such as endpoint_override, are ignored)",
+                known_names()
+            )));
         }
         if !unknown.is_empty() {
             warn_unknown(&unknown);
@@ -468,6 +507,15 @@ mod tests {
         }
         let e = Config::parse(&p(&[("container", "c")]), &no_env).unwrap_err();
         assert!(e.to_string().contains("DAOS_POOL"), "{e}");
+        // A typo of one of ours is refused with the name meant; S3 names are not typos.
+        for (typo, meant) in [("timout_ms", "timeout_ms"), ("Stage_Bytes", "stage_bytes"), ("chunkbytes", "chunk_bytes")] {
+            let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), (typo, "1")]), &no_env).unwrap_err();
+            assert_eq!(e.status(), crate::error::Status::InvalidParam);
+            assert!(e.to_string().contains(&format!("did you mean {meant:?}")), "{e}");
+        }
+        for s3 in S3_NAMES {
+            assert!(Config::parse(&p(&[("pool", "p"), ("container", "c"), (s3, "x")]), &no_env).is_ok(), "{s3}");
+        }
         // Spaces around a name are the caller's typing, as for the labels.
         let c = Config::parse(&p(&[("pool", "p"), ("container", "c"), ("system", " daos_server\n")]), &no_env).unwrap();
         assert_eq!(c.system, "daos_server");

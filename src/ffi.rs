@@ -134,9 +134,9 @@ pub extern "C" fn nixl_plugin_init() -> *mut c_void {
             );
             return std::ptr::null_mut();
         }
-        Host::TooNew(v) => tracing::warn!(
-            "DAOS backend: loading into NIXL {v}, past the tested {SUPPORTED}, because {ALLOW_ENV}=1"
-        ),
+        Host::TooNew(v) => {
+            tracing::warn!("DAOS backend: loading into NIXL {v}, past the tested {SUPPORTED}, because {ALLOW_ENV}=1")
+        }
         Host::Supported | Host::Unknown => {}
     }
     // SAFETY: the shim's init takes no arguments and only builds its static plugin table.

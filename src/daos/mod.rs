@@ -850,7 +850,9 @@ mod tests {
     fn only_the_daos_client_it_is_built_for() {
         assert!(check_version("libdaos.so.2", Some((2, 8, 0))).is_ok());
         assert!(check_version("libdaos.so.2", Some((2, 8, 3))).is_ok());
-        for (v, says) in [(Some((2, 6, 1)), "DAOS client API 2.6.1"), (Some((3, 0, 0)), "3.0.0"), (None, "daos_version_get")] {
+        for (v, says) in
+            [(Some((2, 6, 1)), "DAOS client API 2.6.1"), (Some((3, 0, 0)), "3.0.0"), (None, "daos_version_get")]
+        {
             let e = check_version("/opt/daos/lib64/libdaos.so.2", v).unwrap_err();
             let msg = e.to_string();
             assert!(msg.contains(says) && msg.contains("DAOS 2.8") && msg.contains(ALLOW_DAOS_ENV), "{msg}");

@@ -288,12 +288,7 @@ fn nearest(name: &str) -> Option<&'static str> {
         return None;
     }
     let lower = name.to_ascii_lowercase();
-    PARAMS
-        .iter()
-        .map(|p| (strsim::levenshtein(&lower, p.name), p.name))
-        .filter(|&(d, _)| d <= 2)
-        .min()
-        .map(|(_, n)| n)
+    PARAMS.iter().map(|p| (strsim::levenshtein(&lower, p.name), p.name)).filter(|&(d, _)| d <= 2).min().map(|(_, n)| n)
 }
 
 fn known_names() -> String {
@@ -508,7 +503,9 @@ mod tests {
         let e = Config::parse(&p(&[("container", "c")]), &no_env).unwrap_err();
         assert!(e.to_string().contains("DAOS_POOL"), "{e}");
         // A typo of one of ours is refused with the name meant; S3 names are not typos.
-        for (typo, meant) in [("timout_ms", "timeout_ms"), ("Stage_Bytes", "stage_bytes"), ("chunkbytes", "chunk_bytes")] {
+        for (typo, meant) in
+            [("timout_ms", "timeout_ms"), ("Stage_Bytes", "stage_bytes"), ("chunkbytes", "chunk_bytes")]
+        {
             let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), (typo, "1")]), &no_env).unwrap_err();
             assert_eq!(e.status(), crate::error::Status::InvalidParam);
             assert!(e.to_string().contains(&format!("did you mean {meant:?}")), "{e}");

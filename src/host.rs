@@ -51,30 +51,9 @@ static IN_DAOS: AtomicUsize = AtomicUsize::new(0);
 /// pool connect past `create_backend`'s deadline); each holds an `InLibdaos`.
 static UNWAITED: AtomicUsize = AtomicUsize::new(0);
 
-/// glibc's `Dl_info`.
-#[repr(C)]
-struct DlInfo {
-    dli_fname: *const std::ffi::c_char,
-    dli_fbase: *mut std::ffi::c_void,
-    dli_sname: *const std::ffi::c_char,
-    dli_saddr: *mut std::ffi::c_void,
-}
-
-/// glibc's dlopen flags (dlfcn.h).
-const RTLD_NOW: i32 = 0x2;
-const RTLD_NOLOAD: i32 = 0x4;
-const RTLD_NODELETE: i32 = 0x1000;
-
 extern "C" {
-    fn dladdr(addr: *const std::ffi::c_void, info: *mut DlInfo) -> c_int;
+    /// glibc's on_exit (the libc crate binds atexit, whose handlers do not get the status).
     fn on_exit(cb: extern "C" fn(c_int, *mut std::ffi::c_void), arg: *mut std::ffi::c_void) -> c_int;
-    fn fflush(stream: *mut std::ffi::c_void) -> c_int;
-    fn _exit(status: c_int) -> !;
-    fn pthread_atfork(
-        prepare: Option<extern "C" fn()>,
-        parent: Option<extern "C" fn()>,
-        child: Option<extern "C" fn()>,
-    ) -> c_int;
 }
 
 /// In a forked child: the parent's lane threads did not survive the fork, so neither did their
@@ -118,8 +97,8 @@ extern "C" fn on_exit_status(status: c_int, _arg: *mut std::ffi::c_void) {
         // SAFETY: fflush(NULL) flushes every C stream; _exit ends the process with the status
         // exit() was given, which is what this handler's caller was about to do.
         unsafe {
-            fflush(std::ptr::null_mut());
-            _exit(status);
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(status);
         }
     }
 }
@@ -153,7 +132,7 @@ fn python_probe() -> Option<IsFinalizing> {
         // `in_forked_child` only stores to atomics, as a handler run in a forked child must.
         unsafe {
             on_exit(on_exit_status, std::ptr::null_mut());
-            pthread_atfork(None, None, Some(in_forked_child));
+            libc::pthread_atfork(None, None, Some(in_forked_child));
         }
         let this = libloading::os::unix::Library::this();
         for name in [&b"Py_IsFinalizing\0"[..], &b"_Py_IsFinalizing\0"[..]] {
@@ -173,14 +152,10 @@ fn python_probe() -> Option<IsFinalizing> {
 fn pin_self() {
     static PINNED: OnceLock<()> = OnceLock::new();
     PINNED.get_or_init(|| {
-        let mut info = DlInfo {
-            dli_fname: std::ptr::null(),
-            dli_fbase: std::ptr::null_mut(),
-            dli_sname: std::ptr::null(),
-            dli_saddr: std::ptr::null_mut(),
-        };
+        // SAFETY: Dl_info is plain data, for which all zeroes is valid.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
         // SAFETY: dladdr only reads the address (a function of this library) and fills `info`.
-        let found = unsafe { dladdr(pin_self as *const std::ffi::c_void, &mut info) } != 0;
+        let found = unsafe { libc::dladdr(pin_self as *const std::ffi::c_void, &mut info) } != 0;
         if !found || info.dli_fname.is_null() {
             tracing::debug!("cannot find this library's path (dladdr); it is not pinned");
             return;
@@ -191,7 +166,9 @@ fn pin_self() {
         let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes());
         // SAFETY: RTLD_NOLOAD only takes another reference to a library already loaded (this
         // one), so no initialiser runs; the reference is never given back.
-        match unsafe { libloading::os::unix::Library::open(Some(path), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) } {
+        match unsafe {
+            libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE)
+        } {
             Ok(lib) => std::mem::forget(lib),
             Err(e) => tracing::debug!("could not pin {path:?} (RTLD_NODELETE): {e}"),
         }

@@ -130,11 +130,8 @@ pub fn exit_line(level: Level, msg: &str) {
         return;
     }
     let line = format!("{level:>5} nixl-daos (exit): {msg}\n");
-    extern "C" {
-        fn write(fd: i32, buf: *const u8, n: usize) -> isize;
-    }
     // SAFETY: writes `line`'s bytes, alive for the call, to stderr.
-    unsafe { write(2, line.as_ptr(), line.len()) };
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
 }
 
 #[cfg(test)]

@@ -16,9 +16,6 @@
 
 use libloading::os::unix::{Library, RTLD_LAZY};
 
-/// glibc's RTLD_NOLOAD: return the library only if it is already loaded; never load it.
-const RTLD_NOLOAD: i32 = 0x4;
-
 /// `nixlBackendEngine::releaseMemView(void*) const` and `nixlAgent::releaseMemView(void*) const`:
 /// libnixl.so exports one or both from NIXL 1.0 on.
 const SINCE_1_0: [&[u8]; 2] = [b"_ZNK17nixlBackendEngine14releaseMemViewEPv\0", b"_ZNK9nixlAgent14releaseMemViewEPv\0"];
@@ -49,7 +46,7 @@ pub fn host_nixl() -> Host {
     // SAFETY: RTLD_NOLOAD never loads a library, so no initialiser runs; it only returns a handle
     // (with its reference count raised, dropped again with `lib`) when libnixl.so is already in
     // the process.
-    let lib = match unsafe { Library::open(Some("libnixl.so"), RTLD_LAZY | RTLD_NOLOAD) } {
+    let lib = match unsafe { Library::open(Some("libnixl.so"), RTLD_LAZY | libc::RTLD_NOLOAD) } {
         Ok(lib) => lib,
         Err(_) => return Host::Unknown,
     };

@@ -51,7 +51,12 @@ struct Api {
     cu_memcpy_dtoh: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult,
     cu_memcpy_htod: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult,
     cu_get_error_name: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
+    cu_mem_host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CUresult,
+    cu_mem_host_unregister: unsafe extern "C" fn(*mut c_void) -> CUresult,
 }
+
+/// cuMemHostRegister's flag: pinned for every context of the process.
+const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
 
 /// The loaded driver (process-wide, never unloaded: device contexts outlive engines).
 pub struct Cuda {
@@ -65,7 +70,7 @@ pub struct Cuda {
 
 /// One device with its primary context retained.
 pub struct Device {
-    cuda: &'static Cuda,
+    pub cuda: &'static Cuda,
     pub ordinal: i32,
     ctx: CUcontext,
 }
@@ -118,6 +123,8 @@ impl Cuda {
             cu_memcpy_dtoh: sym!("cuMemcpyDtoH_v2"),
             cu_memcpy_htod: sym!("cuMemcpyHtoD_v2"),
             cu_get_error_name: sym!("cuGetErrorName"),
+            cu_mem_host_register: sym!("cuMemHostRegister_v2"),
+            cu_mem_host_unregister: sym!("cuMemHostUnregister"),
         };
         let mut cuda = Cuda { api, path: path.to_string(), devices: 0, retained: Mutex::default(), _lib: lib };
         // SAFETY: plain driver calls with valid out pointers.
@@ -152,6 +159,42 @@ impl Cuda {
             return Ok(());
         }
         Err(Error::Cuda { call, device, rc, name: self.error_name(rc) })
+    }
+
+    /// Page-locks `len` bytes at `ptr` for every context (the staging buffers the copies use);
+    /// false when the driver refuses (said once, at debug level: copies then go through the
+    /// driver's own bounce buffers, slower but the same bytes).
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is an allocation that stays alive and unmoved until `unpin`.
+    pub unsafe fn pin(&self, ptr: *mut u8, len: usize) -> bool {
+        // A context must be current: the first retained device's (a VRAM I/O has one).
+        let Some(dev) = self.retained.lock().values().next().copied() else { return false };
+        if dev.enter().is_err() {
+            return false;
+        }
+        // SAFETY: by this function's contract.
+        let rc = unsafe { (self.api.cu_mem_host_register)(ptr.cast(), len, CU_MEMHOSTREGISTER_PORTABLE) };
+        if rc != 0 {
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::debug!("DAOS backend: staging buffers not pinned: cuMemHostRegister: {}", self.error_name(rc));
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Unpins what `pin` pinned.
+    ///
+    /// # Safety
+    /// `ptr` was pinned by `pin` and is not in use by a copy.
+    pub unsafe fn unpin(&self, ptr: *mut u8) {
+        // SAFETY: by this function's contract; a failure leaves the pages locked, nothing worse.
+        let rc = unsafe { (self.api.cu_mem_host_unregister)(ptr.cast()) };
+        if rc != 0 {
+            tracing::debug!("DAOS backend: cuMemHostUnregister: {}", self.error_name(rc));
+        }
     }
 
     /// Device `ordinal`, its primary context retained on first use.

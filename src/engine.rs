@@ -770,6 +770,11 @@ impl Engine {
 
     /// Bytes of staging buffers in use now (transfers in flight, and answers DAOS still owes to
     /// requests that ended): at most `stage_bytes`, or one transfer's when it is larger.
+    /// Bytes of staging buffers pinned for GPU copies: now, and the most at once.
+    pub fn pinned_bytes(&self) -> (usize, usize) {
+        self.stage.pinned_bytes()
+    }
+
     /// Whether VRAM registrations and transfers work here (a usable CUDA driver was found).
     pub fn supports_vram(&self) -> bool {
         self.cuda.is_some()
@@ -832,6 +837,13 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let leaked = self.lanes.shutdown();
+        let (_, pinned_peak) = self.stage.pinned_bytes();
+        if pinned_peak > 0 {
+            tracing::info!(
+                pool = %self.cfg.pool, stage_bytes = self.cfg.stage_bytes,
+                "DAOS backend: staging buffers pinned for GPU copies: {pinned_peak} bytes at most"
+            );
+        }
         if let Some(mut w) = self.watch.take() {
             w.stop(TEARDOWN_GRACE);
         }

@@ -15,6 +15,10 @@
 //!
 //! Kept buffers are reused as they are, not zeroed: a read's bytes are accepted only when they
 //! match the value's checksums (`crate::record`), and a write overwrites what it sends.
+//!
+//! A buffer that carries GPU memory's bytes is page-locked with the CUDA driver the first time
+//! (`Stage::pin`), so the driver copies it by DMA; it stays pinned while it is kept and is
+//! unpinned when freed. Pinned memory is therefore bounded by `cap` too (`pinned_bytes`).
 
 use std::sync::Arc;
 
@@ -29,8 +33,36 @@ pub struct StagePool {
 struct State {
     /// Bytes of buffers handed out and not yet back.
     in_use: usize,
-    kept: Vec<Vec<u8>>,
+    kept: Vec<Buffer>,
     kept_bytes: usize,
+    /// Bytes of buffers (in use or kept) page-locked with the CUDA driver, now and at most.
+    pinned: usize,
+    pinned_peak: usize,
+}
+
+/// A staging allocation, and the driver that pinned it, if one did.
+struct Buffer {
+    bytes: Vec<u8>,
+    pinned: Option<&'static crate::cuda::Cuda>,
+}
+
+impl Buffer {
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Frees it, unpinning it first; returns the pinned bytes given back.
+    fn free(mut self) -> usize {
+        match self.pinned.take() {
+            Some(cuda) => {
+                // SAFETY: pinned by `Stage::pin` at this address and length, and no longer in
+                // use (kept, or dropped by its Stage).
+                unsafe { cuda.unpin(self.bytes.as_mut_ptr()) };
+                self.bytes.len()
+            }
+            None => 0,
+        }
+    }
 }
 
 impl StagePool {
@@ -55,25 +87,46 @@ impl StagePool {
                 b
             }
             None => {
+                let mut freed = Vec::new();
                 while s.in_use + s.kept_bytes > self.cap {
                     let Some(b) = s.kept.pop() else { break };
                     s.kept_bytes -= b.len();
+                    freed.push(b);
                 }
                 drop(s);
+                self.free(freed);
                 // Fresh pages: the kernel maps them zeroed on first touch.
-                vec![0u8; len]
+                Buffer { bytes: vec![0u8; len], pinned: None }
             }
         };
-        Some(Stage { buf, len, pool: self.clone() })
+        Some(Stage { buf: Some(buf), len, pool: self.clone() })
     }
 
-    fn give_back(&self, buf: Vec<u8>, len: usize) {
+    fn give_back(&self, buf: Buffer, len: usize) {
         let mut s = self.state.lock();
         s.in_use -= len;
         if s.in_use + s.kept_bytes + buf.len() <= self.cap {
             s.kept_bytes += buf.len();
             s.kept.push(buf);
+        } else {
+            drop(s);
+            self.free(vec![buf]);
         }
+    }
+
+    /// Frees buffers (outside the lock: unpinning calls the driver).
+    fn free(&self, bufs: Vec<Buffer>) {
+        let unpinned: usize = bufs.into_iter().map(Buffer::free).sum();
+        if unpinned > 0 {
+            self.state.lock().pinned -= unpinned;
+        }
+    }
+
+    /// Bytes of staging buffers pinned for GPU copies: now, and the most at once. Both stay
+    /// within the pool's cap.
+    pub fn pinned_bytes(&self) -> (usize, usize) {
+        let s = self.state.lock();
+        (s.pinned, s.pinned_peak)
     }
 
     /// Bytes of buffers in use now (handed out, DAOS or a transfer holding them).
@@ -90,28 +143,66 @@ impl StagePool {
 /// One staging buffer of `len` bytes, back in its pool when dropped. Its heap allocation never
 /// moves while it exists, so DAOS may hold pointers into it for as long as its operation owns it.
 pub struct Stage {
-    buf: Vec<u8>,
+    /// Always Some until dropped.
+    buf: Option<Buffer>,
     len: usize,
     pool: Arc<StagePool>,
 }
 
 impl Stage {
+    fn bytes(&self) -> &Vec<u8> {
+        &self.buf.as_ref().expect("a live stage holds its buffer").bytes
+    }
+
+    fn bytes_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf.as_mut().expect("a live stage holds its buffer").bytes
+    }
+
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.buf.as_mut_ptr()
+        self.bytes_mut().as_mut_ptr()
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        &self.buf[..self.len]
+        &self.bytes()[..self.len]
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.buf[..self.len]
+        let len = self.len;
+        &mut self.bytes_mut()[..len]
+    }
+
+    /// Page-locks the whole buffer with `cuda` for the driver's copies, once per buffer (it
+    /// stays pinned while the pool keeps it). Not pinned (the driver refused) is only slower.
+    pub fn pin(&mut self, cuda: &'static crate::cuda::Cuda) {
+        let buf = self.buf.as_mut().expect("a live stage holds its buffer");
+        if buf.pinned.is_some() || buf.bytes.is_empty() {
+            return;
+        }
+        // SAFETY: the allocation lives (and never moves) until `Buffer::free` unpins it.
+        if unsafe { cuda.pin(buf.bytes.as_mut_ptr(), buf.bytes.len()) } {
+            buf.pinned = Some(cuda);
+            let n = buf.bytes.len();
+            let mut s = self.pool.state.lock();
+            s.pinned += n;
+            s.pinned_peak = s.pinned_peak.max(s.pinned);
+        }
     }
 }
 
 impl Drop for Stage {
     fn drop(&mut self) {
-        self.pool.give_back(std::mem::take(&mut self.buf), self.len);
+        if let Some(buf) = self.buf.take() {
+            self.pool.give_back(buf, self.len);
+        }
+    }
+}
+
+impl Drop for StagePool {
+    fn drop(&mut self) {
+        let kept = std::mem::take(&mut self.state.get_mut().kept);
+        for b in kept {
+            b.free();
+        }
     }
 }
 

@@ -232,8 +232,11 @@ impl IoDesc {
     }
 
     /// Gives the I/O its staging buffer (of `stage_len` bytes), before launch.
-    pub fn attach(&mut self, stage: Stage) {
+    pub fn attach(&mut self, mut stage: Stage) {
         debug_assert_eq!(stage.as_slice().len(), self.stage_len);
+        if let Local::Device(d) = self.local {
+            stage.pin(d.cuda);
+        }
         self.stage = Some(stage);
     }
 

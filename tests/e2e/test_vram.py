@@ -223,3 +223,22 @@ def test_the_gpu_check_script_runs_on_the_stand_in(nixl_env):
     assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
     result = json.loads(p.stdout.strip().splitlines()[-1])
     assert result["failed"] == [] and result["VRAM"]["read_gbs"] > 0, result
+
+
+def test_pinned_staging_is_bounded_and_given_back(gpu):
+    """The staging buffers that carry GPU bytes are page-locked (the driver copies them by DMA),
+    at most stage_bytes of them, and unpinned when the backend goes."""
+    before = gpu.stats()["pinned_bytes"]
+    cap = 16 * MiB
+    agent = daoskit.DaosAgent(params={"stage_bytes": str(cap)})
+    try:
+        size = 9 * MiB  # three chunks, in flight together
+        for i in range(3):
+            data = pattern(size, 40 + i)
+            dev, _ = vram_put(agent, gpu, unique_key("pin"), data)
+            assert_same(vram_get(agent, gpu, dev, size), data, "pinned round trip")
+        pinned = gpu.stats()["pinned_bytes"] - before
+        assert 0 < pinned <= cap, pinned
+    finally:
+        agent.close()
+    assert gpu.stats()["pinned_bytes"] == before, "pinned staging left behind by a closed backend"

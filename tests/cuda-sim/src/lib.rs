@@ -50,6 +50,8 @@ struct State {
     retained: BTreeMap<CUdevice, u64>,
     /// Calls to fail, by name, and how many more times.
     fail: BTreeMap<String, u64>,
+    /// Host ranges page-locked by cuMemHostRegister, by start address.
+    pinned: BTreeMap<u64, usize>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -58,6 +60,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     allocs: BTreeMap::new(),
     retained: BTreeMap::new(),
     fail: BTreeMap::new(),
+    pinned: BTreeMap::new(),
 });
 static LATENCY_US: AtomicU64 = AtomicU64::new(0);
 static DTOH: AtomicU64 = AtomicU64::new(0);
@@ -293,6 +296,36 @@ pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, byt
     unsafe { copy("cuMemcpyDtoH_v2", dst.cast(), src, bytes, false) }
 }
 
+const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CUresult = 712;
+const CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: CUresult = 713;
+
+/// Records `[p, p + bytes)` as page-locked host memory (overlaps refused, as by the driver).
+#[no_mangle]
+pub extern "C" fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, _flags: c_uint) -> CUresult {
+    if current_device().is_none() {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if p.is_null() || bytes == 0 {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    let (start, end) = (p as u64, p as u64 + bytes as u64);
+    let mut s = STATE.lock();
+    let overlaps = s.pinned.range(..end).next_back().is_some_and(|(&a, &n)| a + n as u64 > start);
+    if overlaps {
+        return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    s.pinned.insert(start, bytes);
+    CUDA_SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
+    match STATE.lock().pinned.remove(&(p as u64)) {
+        Some(_) => CUDA_SUCCESS,
+        None => CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+    }
+}
+
 /// # Safety
 /// `data` is valid for a write of the attribute's type (unsigned int, int, pointer or size_t).
 #[no_mangle]
@@ -333,6 +366,8 @@ pub unsafe extern "C" fn cuGetErrorName(error: CUresult, name: *mut *const c_cha
         CUDA_ERROR_INVALID_DEVICE => c"CUDA_ERROR_INVALID_DEVICE",
         CUDA_ERROR_INVALID_CONTEXT => c"CUDA_ERROR_INVALID_CONTEXT",
         CUDA_ERROR_LAUNCH_FAILED => c"CUDA_ERROR_LAUNCH_FAILED",
+        CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => c"CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED => c"CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
         _ => return CUDA_ERROR_INVALID_VALUE,
     };
     if name.is_null() {
@@ -388,7 +423,7 @@ pub extern "C" fn cuda_sim_stats() -> *const c_char {
     }
     let s = STATE.lock();
     let json = format!(
-        "{{\"dtoh\":{},\"htod\":{},\"dtoh_bytes\":{},\"htod_bytes\":{},\"allocations\":{},\"contexts\":{},\"last_device\":{}}}",
+        "{{\"dtoh\":{},\"htod\":{},\"dtoh_bytes\":{},\"htod_bytes\":{},\"allocations\":{},\"contexts\":{},\"last_device\":{},\"pinned_bytes\":{}}}",
         DTOH.load(Relaxed),
         HTOD.load(Relaxed),
         DTOH_BYTES.load(Relaxed),
@@ -396,6 +431,7 @@ pub extern "C" fn cuda_sim_stats() -> *const c_char {
         s.allocs.len(),
         s.retained.values().sum::<u64>(),
         LAST_DEVICE.load(Relaxed),
+        s.pinned.values().sum::<usize>(),
     );
     OUT.with(|o| {
         *o.borrow_mut() = std::ffi::CString::new(json).unwrap_or_default();

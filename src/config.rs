@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 pub const DEFAULT_LIBDAOS: &str = "libdaos.so.2";
 pub const DEFAULT_SYSTEM: &str = "daos_server";
-/// Deadline of a write, a size query and `create_backend` (README, "When an engine fails").
+/// Deadline of a write, a size query and `create_backend` (docs/operations.md, "When an engine fails").
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// Deadline of a read: a read that cannot be served in time is a cache miss the consumer
 /// recomputes. It ends at its deadline even while DAOS still holds its RPCs, since DAOS only
@@ -30,14 +30,14 @@ pub const DEFAULT_STAGE_BYTES: u64 = 64 << 20;
 pub const MIN_STAGE_BYTES: u64 = 4 << 20;
 /// Chunk size of a container this plugin lays out first (`chunk_bytes`): a key's bytes past
 /// it go to dkeys of their own, which DAOS places on other targets. Measured on the real
-/// engine here (README, "Chunks"; bench/ceiling `dkeysN`): one request alone ran 1.13-1.32x
+/// engine here (docs/design.md, "Chunks"; bench/ceiling `dkeysN`): one request alone ran 1.13-1.32x
 /// faster in 4 MiB chunks than in one dkey, and with every key in flight 0.96-1.08x.
 pub const DEFAULT_CHUNK_BYTES: u64 = 4 << 20;
 /// Bounds of `chunk_bytes` (besides 0, off): a chunk is a power of two, so a chunk boundary is
 /// where a checksum chunk (32 KiB by default) ends, and at least 64 KiB.
 pub const MIN_CHUNK_BYTES: u64 = 64 << 10;
 pub const MAX_CHUNK_BYTES: u64 = 1 << 30;
-/// Share of the pool eviction keeps free, in percent (README, "When the pool fills up").
+/// Share of the pool eviction keeps free, in percent (docs/operations.md, "When the pool fills up").
 pub const DEFAULT_EVICT_KEEP_FREE_PCT: u64 = 10;
 /// How long bytes the plugin punched count as free, in ms: DAOS gives them back when it
 /// aggregates, all at once, 27-31 s after the punch on a DAOS 2.8 engine here, and
@@ -94,7 +94,7 @@ pub struct Param {
 }
 
 /// Every parameter this backend reads: the one list. `defaults()` (what NIXL shows) and
-/// `Config::parse` come from it, and a test holds the README's parameter table to it.
+/// `Config::parse` come from it, and a test holds docs/configuration.md's parameter table to it.
 pub const PARAMS: &[Param] = &[
     Param {
         name: "pool",
@@ -577,13 +577,14 @@ mod tests {
         assert_eq!((c.container.as_str(), c.create_container), ("envcont", false));
     }
 
-    /// The README's parameter table lists exactly PARAMS, in order, with the defaults
+    /// docs/configuration.md's parameter table lists exactly PARAMS, in order, with the defaults
     /// `defaults()` gives: a literal in backticks, `empty`, `$VAR` (from the environment) with an
     /// optional ", else `literal`", or (num_queues only) a sentence checked here by hand.
     #[test]
     fn readme_table_matches_params() {
-        let readme = include_str!("../README.md");
-        let start = readme.find("| parameter | default | meaning").expect("README has the parameter table");
+        let readme = include_str!("../docs/configuration.md");
+        let start =
+            readme.find("| parameter | default | meaning").expect("docs/configuration.md has the parameter table");
         let rows: Vec<(String, String)> = readme[start..]
             .lines()
             .skip(2)
@@ -594,7 +595,7 @@ mod tests {
             })
             .collect();
         let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, PARAMS.iter().map(|p| p.name).collect::<Vec<_>>(), "README's parameter table");
+        assert_eq!(names, PARAMS.iter().map(|p| p.name).collect::<Vec<_>>(), "docs/configuration.md's parameter table");
         let marker = |_: &str| Some("from-env".to_string());
         for ((name, shown), p) in rows.iter().zip(PARAMS) {
             let plain = (p.default)(&no_env);
@@ -603,7 +604,7 @@ mod tests {
                 let (var, rest) = rest.split_once('`').unwrap();
                 assert_eq!((p.default)(&|n: &str| (n == var).then(|| "from-env".to_string())), "from-env", "{name}");
                 let fallback = rest.strip_prefix(", else `").map(|r| r.trim_end_matches('`')).unwrap_or("");
-                assert_eq!(plain, fallback, "{name}: README says {shown}");
+                assert_eq!(plain, fallback, "{name}: docs/configuration.md says {shown}");
             } else if shown == "empty" {
                 assert_eq!((plain.as_str(), with_env.as_str()), ("", ""), "{name}");
             } else if name == "num_queues" {
@@ -613,7 +614,7 @@ mod tests {
             } else {
                 assert!(shown.starts_with('`') && shown.ends_with('`'), "{name}: default cell {shown:?}");
                 assert_eq!(plain, shown.trim_matches('`'), "{name}");
-                assert_eq!(with_env, plain, "{name}: README shows no environment variable");
+                assert_eq!(with_env, plain, "{name}: docs/configuration.md shows no environment variable");
             }
         }
     }

@@ -10,7 +10,7 @@
 //! deadlines (5 s for reads, 10 s for writes) end a request long before 60 s, but DAOS keeps the
 //! RPC, its buffers and its in-flight slot until its own wait is over: with 60 s, measured here
 //! on a three-engine DAOS 2.8, nothing succeeded for 90 s after a kill; with `CRT_TIMEOUT=5`, a
-//! read is resent after 5 s and usually lands on the live replica (README, "When an engine
+//! read is resent after 5 s and usually lands on the live replica (docs/operations.md, "When an engine
 //! fails"). 5 s is far above a healthy RPC here (an 8 MiB RPC takes 5-10 ms on loopback TCP),
 //! so it does not resend healthy ones. It is process-wide and read once: a host that called
 //! `daos_init` before loading the plugin keeps its own.

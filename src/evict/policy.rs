@@ -4,7 +4,7 @@
 //!
 //! The rule: keep at least `keep_free` of the pool free. Bytes this engine punched within the
 //! reclaim window count as free already, because DAOS gives punched space back only once it
-//! has aggregated it (measured on the real engine, see the README): without that credit every
+//! has aggregated it (measured on the real engine, see docs/operations.md): without that credit every
 //! check inside the window would see the pool still full and evict again, emptying the cache.
 //! Past the window the credit lapses, so a pool whose space did not come back is evicted
 //! further.

@@ -1,6 +1,6 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Consumer of tests/e2e/test_real_failover.py, and the measurement behind the README's "When an
+"""Consumer of tests/e2e/test_real_failover.py, and the measurement behind docs/operations.md's "When an
 engine fails": one agent under a mixed read/write load on a redundant container while one
 engine of a three-engine system is killed (kill -9), excluded by DAOS, and brought back.
 
@@ -77,7 +77,7 @@ def pool_disabled() -> int | None:
 
 
 def refresh_agent_cache() -> bool:
-    """Has daos_agent refetch the system's attach info (SIGUSR2), as the README recommends once
+    """Has daos_agent refetch the system's attach info (SIGUSR2), as docs/operations.md recommends once
     DAOS has excluded an engine. Until then the agent hands every new process the dead engine's
     address with the live ones (it caches them forever by default), and each of libdaos's
     protocol queries in `daos_init` asks a random one of them: a dead pick costs a CaRT timeout
@@ -335,7 +335,7 @@ def main():
             # refused (measured: 6 of 10 joined in 5.2-5.5 s, 4 refused at 10.0 s).
             joined["t_excluded_join"] = time.monotonic() - t_kill
             joined["stale"] = second_agent(params, join_keys)
-            # Once the agent's cache is refreshed (the README's setting): joins, first try.
+            # Once the agent's cache is refreshed (docs/operations.md's setting): joins, first try.
             joined["agent_refreshed"] = refresh_agent_cache()
             joined["t_refreshed_join"] = time.monotonic() - t_kill
             joined.update(second_agent(params, join_keys))

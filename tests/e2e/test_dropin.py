@@ -1,6 +1,6 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The drop-in path the README gives for consumers that hard-code backend names (KVBM asks for
+"""The drop-in path docs/consumers.md gives for consumers that hard-code backend names (KVBM asks for
 "OBJ", LMCache checks an allow-list): the plugin installed as libplugin_OBJ.so answers to "OBJ"
 and takes S3-style parameters it does not know. In a subprocess, because NIXL's plugin manager
 reads NIXL_PLUGIN_DIR once per process."""

@@ -9,7 +9,7 @@ clean errors, no hang, no crash.
 Runs only in ci/test.sh's failover pass: NIXL_DAOS_FAILOVER=1, on a system started by
 daos-local.sh with three engines (NIXL_DAOS_LOCAL), and DAOS_CONT a container with
 rd_fac:1,rd_lvl:1. Each scenario is a subprocess (tests/e2e/real_failover.py) whose JSON is
-checked here; the figures go to the log (the README's "When an engine fails" quotes them).
+checked here; the figures go to the log (docs/operations.md's "When an engine fails" quotes them).
 """
 
 import json

@@ -92,7 +92,13 @@ run() {
 	mkdir -p "$tmp/site" "$tmp/plugins"
 	"$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$OUT/nixl-cu13-$tag.tar.xz" "$tmp/site"
 	cp "$OUT/libplugin_DAOS.so" "$tmp/plugins/"
-	say "glibc $(ldd --version 2>/dev/null | head -1 | awk '{print $NF}'); $py $tag; memory: $mode"
+	local glibc
+	glibc=$(ldd --version 2>/dev/null | head -1 | awk '{print $NF}')
+	say "glibc $glibc; $py $tag; memory: $mode"
+	# The plugin built on Debian 12 needs glibc 2.34 (and GLIBCXX 3.4.29).
+	if [ "$(printf '%s\n2.34\n' "$glibc" | sort -V | head -1)" != 2.34 ]; then
+		die "this host's glibc $glibc is older than the 2.34 the plugin was built for: build it on a host as old as this one"
+	fi
 	local args=(--plugin-dir "$tmp/plugins" --daos-sim "$OUT/libdaos_sim.so" --nixl nixl_cu13 --memory "$mode")
 	[ "$mode" = sim ] && args+=(--cuda-sim "$OUT/libcuda_sim.so")
 	local rc=0

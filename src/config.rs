@@ -281,14 +281,21 @@ const S3_NAMES: [&str; 12] = [
     "object_class",
 ];
 
-/// The parameter of ours `name` is a likely typo of (at most 2 edits away, case aside, and
-/// not the name itself), unless it is a name consumers pass to every backend.
+/// The parameter of ours `name` is a likely typo of (case aside, at most 2 edits away, or 1
+/// for names of 5 characters or fewer, where 2 edits reach unrelated words: `port` from `pool`),
+/// unless it is a name consumers pass to every backend.
 fn nearest(name: &str) -> Option<&'static str> {
     if S3_NAMES.contains(&name) || name.len() < 4 {
         return None;
     }
     let lower = name.to_ascii_lowercase();
-    PARAMS.iter().map(|p| (strsim::levenshtein(&lower, p.name), p.name)).filter(|&(d, _)| d <= 2).min().map(|(_, n)| n)
+    let most = if lower.len() <= 5 { 1 } else { 2 };
+    PARAMS
+        .iter()
+        .map(|p| (strsim::levenshtein(&lower, p.name), p.name))
+        .filter(|&(d, _)| d <= most)
+        .min()
+        .map(|(_, n)| n)
 }
 
 fn known_names() -> String {
@@ -510,6 +517,11 @@ mod tests {
             assert_eq!(e.status(), crate::error::Status::InvalidParam);
             assert!(e.to_string().contains(&format!("did you mean {meant:?}")), "{e}");
         }
+        for unrelated in ["port", "root", "evicts_all"] {
+            assert!(nearest(unrelated).is_none(), "{unrelated} taken for a typo");
+        }
+        assert_eq!(nearest("pol"), None);
+        assert_eq!(nearest("pools"), Some("pool"));
         for s3 in S3_NAMES {
             assert!(Config::parse(&p(&[("pool", "p"), ("container", "c"), (s3, "x")]), &no_env).is_ok(), "{s3}");
         }

@@ -40,28 +40,50 @@ struct State {
     pinned_peak: usize,
 }
 
-/// A staging allocation, and the driver that pinned it, if one did.
+/// A staging allocation: page-aligned and a whole number of pages (the driver pins whole
+/// pages, so two buffers never share one), zeroed when made; and the device that pinned it, if
+/// one did.
 struct Buffer {
-    bytes: Vec<u8>,
-    pinned: Option<&'static crate::cuda::Cuda>,
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    pinned: Option<&'static crate::cuda::Device>,
 }
 
+// SAFETY: the allocation is owned by the Buffer alone; the Buffer moves between threads whole.
+unsafe impl Send for Buffer {}
+
+const PAGE: usize = 4096;
+
 impl Buffer {
-    fn len(&self) -> usize {
-        self.bytes.len()
+    fn new(len: usize) -> Buffer {
+        let len = len.max(1).next_multiple_of(PAGE);
+        let layout = std::alloc::Layout::from_size_align(len, PAGE).expect("a staging buffer's layout");
+        // SAFETY: a layout of non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(ptr) else { std::alloc::handle_alloc_error(layout) };
+        Buffer { ptr, len, pinned: None }
     }
 
-    /// Frees it, unpinning it first; returns the pinned bytes given back.
-    fn free(mut self) -> usize {
-        match self.pinned.take() {
-            Some(cuda) => {
-                // SAFETY: pinned by `Stage::pin` at this address and length, and no longer in
-                // use (kept, or dropped by its Stage).
-                unsafe { cuda.unpin(self.bytes.as_mut_ptr()) };
-                self.bytes.len()
-            }
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Frees it, unpinning it first; returns the pinned bytes given back. One the driver
+    /// would not unpin is never freed (its pages stay locked and counted).
+    fn free(self) -> usize {
+        let mut me = std::mem::ManuallyDrop::new(self);
+        let unpinned = match me.pinned.take() {
+            // SAFETY: pinned by `Stage::pin` at this address, and no longer in use (kept, or
+            // dropped by its Stage).
+            Some(d) if unsafe { d.unpin(me.ptr.as_ptr()) } => me.len,
+            Some(_) => return 0,
             None => 0,
+        };
+        // SAFETY: allocated in `new` with this layout, freed once (the Buffer is consumed).
+        unsafe {
+            std::alloc::dealloc(me.ptr.as_ptr(), std::alloc::Layout::from_size_align_unchecked(me.len, PAGE));
         }
+        unpinned
     }
 }
 
@@ -95,8 +117,7 @@ impl StagePool {
                 }
                 drop(s);
                 self.free(freed);
-                // Fresh pages: the kernel maps them zeroed on first touch.
-                Buffer { bytes: vec![0u8; len], pinned: None }
+                Buffer::new(len)
             }
         };
         Some(Stage { buf: Some(buf), len, pool: self.clone() })
@@ -150,38 +171,36 @@ pub struct Stage {
 }
 
 impl Stage {
-    fn bytes(&self) -> &Vec<u8> {
-        &self.buf.as_ref().expect("a live stage holds its buffer").bytes
-    }
-
-    fn bytes_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.buf.as_mut().expect("a live stage holds its buffer").bytes
+    fn buffer(&self) -> &Buffer {
+        self.buf.as_ref().expect("a live stage holds its buffer")
     }
 
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.bytes_mut().as_mut_ptr()
+        self.buffer().ptr.as_ptr()
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        &self.bytes()[..self.len]
+        // SAFETY: the allocation holds at least `len` initialised (zeroed at allocation) bytes,
+        // owned by this stage while it lives.
+        unsafe { std::slice::from_raw_parts(self.buffer().ptr.as_ptr(), self.len) }
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        let len = self.len;
-        &mut self.bytes_mut()[..len]
+        // SAFETY: as in `as_slice`, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.buffer().ptr.as_ptr(), self.len) }
     }
 
-    /// Page-locks the whole buffer with `cuda` for the driver's copies, once per buffer (it
+    /// Page-locks the whole buffer with `device`'s driver for its copies, once per buffer (it
     /// stays pinned while the pool keeps it). Not pinned (the driver refused) is only slower.
-    pub fn pin(&mut self, cuda: &'static crate::cuda::Cuda) {
+    pub fn pin(&mut self, device: &'static crate::cuda::Device) {
         let buf = self.buf.as_mut().expect("a live stage holds its buffer");
-        if buf.pinned.is_some() || buf.bytes.is_empty() {
+        if buf.pinned.is_some() {
             return;
         }
         // SAFETY: the allocation lives (and never moves) until `Buffer::free` unpins it.
-        if unsafe { cuda.pin(buf.bytes.as_mut_ptr(), buf.bytes.len()) } {
-            buf.pinned = Some(cuda);
-            let n = buf.bytes.len();
+        if unsafe { device.pin(buf.ptr.as_ptr(), buf.len) } {
+            buf.pinned = Some(device);
+            let n = buf.len;
             let mut s = self.pool.state.lock();
             s.pinned += n;
             s.pinned_peak = s.pinned_peak.max(s.pinned);

@@ -43,36 +43,11 @@ pub enum Local {
 }
 
 impl Local {
-    /// Copies `dst.len()` bytes of the caller's at `src` into the staging buffer `dst`.
-    ///
-    /// # Safety
-    /// `src..src + dst.len()` is a caller's range of a live request (valid for reads).
-    unsafe fn read(self, src: u64, dst: &mut [u8]) -> Result<(), Error> {
+    fn device(self) -> Option<&'static crate::cuda::Device> {
         match self {
-            // SAFETY: readable by this function's contract; the staging buffer is distinct.
-            Local::Host => unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) },
-            // SAFETY: device memory of a live request (checked at registration).
-            Local::Device(d) => unsafe { d.to_host(dst, src)? },
+            Local::Host => None,
+            Local::Device(d) => Some(d),
         }
-        Ok(())
-    }
-
-    /// Copies the staging buffer's `src` into the caller's at `dst`.
-    ///
-    /// # Safety
-    /// `dst..dst + src.len()` is a caller's range of a live request (valid for writes).
-    unsafe fn write(self, src: &[u8], dst: u64) -> Result<(), Error> {
-        match self {
-            // SAFETY: writable by this function's contract; the staging buffer is distinct.
-            Local::Host => unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) },
-            // SAFETY: device memory of a live request (checked at registration).
-            Local::Device(d) => unsafe { d.to_device(dst, src)? },
-        }
-        Ok(())
-    }
-
-    fn is_host(self) -> bool {
-        matches!(self, Local::Host)
     }
 }
 
@@ -234,8 +209,8 @@ impl IoDesc {
     /// Gives the I/O its staging buffer (of `stage_len` bytes), before launch.
     pub fn attach(&mut self, mut stage: Stage) {
         debug_assert_eq!(stage.as_slice().len(), self.stage_len);
-        if let Local::Device(d) = self.local {
-            stage.pin(d.cuda);
+        if let Some(d) = self.local.device() {
+            stage.pin(d);
         }
         self.stage = Some(stage);
     }
@@ -270,14 +245,13 @@ impl IoDesc {
         }
         self.sums.clear();
         self.sum_recxs.clear();
-        let local = self.local;
         let copy = |buf: &mut [u8], e: &Extent, from: u64, n: u64| {
             let r = run_of(&self.runs, e.offset + from, n);
             let at = r.at + (e.offset + from - r.offset) as usize;
             // SAFETY: the caller's range is readable (this function's contract) and holds
             // `e.len` bytes; the staging buffer holds `n` bytes from `at` (the run covers the
-            // extent).
-            unsafe { local.read(e.addr + from, &mut buf[at..at + n as usize]) }
+            // extent), and the two are distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping((e.addr + from) as *const u8, buf[at..].as_mut_ptr(), n as usize) };
         };
         let mut next = 0usize;
         let mut sum_through = |buf: &[u8], upto: u64, sums: &mut Vec<u32>| {
@@ -286,9 +260,27 @@ impl IoDesc {
                 next += 1;
             }
         };
-        if self.overlap || !local.is_host() {
+        if let Some(d) = self.local.device() {
+            // One copy per range, in descriptor order (a later one wins where they overlap),
+            // all on one stream, done when this returns; then the checksums.
+            let base = buf.as_mut_ptr();
+            let copies: Vec<crate::cuda::Copy> = self
+                .extents
+                .iter()
+                .map(|e| {
+                    let r = run_of(&self.runs, e.offset, e.len);
+                    let at = r.at + (e.offset - r.offset) as usize;
+                    // SAFETY: the run covers the extent, so [at, at + len) lies in the buffer.
+                    crate::cuda::Copy::ToHost { dst: unsafe { base.add(at) }, src: e.addr, len: e.len as usize }
+                })
+                .collect();
+            // SAFETY: the staging buffer holds every range (above); the device ranges are the
+            // caller's, of a live request (this function's contract), checked at registration.
+            unsafe { d.copy(&copies)? };
+            sum_through(buf, u64::MAX, &mut self.sums);
+        } else if self.overlap {
             for e in &self.extents {
-                copy(buf, e, 0, e.len)?;
+                copy(buf, e, 0, e.len);
             }
             sum_through(buf, u64::MAX, &mut self.sums);
         } else {
@@ -298,7 +290,7 @@ impl IoDesc {
                     // Up to the next block boundary of the object.
                     let at = e.offset + done;
                     let n = (e.len - done).min(BLOCK - at % BLOCK);
-                    copy(buf, e, done, n)?;
+                    copy(buf, e, done, n);
                     done += n;
                     sum_through(buf, at + n, &mut self.sums);
                 }
@@ -356,6 +348,7 @@ impl IoDesc {
         // Bytes DAOS wrote into the buffer: it trims a fetch's tail holes only.
         let fetched = if self.iods[0].iod_size == 0 { 0 } else { self.data_iov.iov_len.min(buf.len()) };
         let order = &self.extents; // by offset: a fetch's never overlap-ordered
+        let device = self.local.device();
         let (mut first, mut sum) = (0usize, 0usize);
         for (x, r) in self.sum_recxs.iter().zip(&self.runs) {
             for b in x.rx_idx..x.rx_idx + x.rx_nr {
@@ -380,6 +373,9 @@ impl IoDesc {
                     });
                 }
                 // The parts of the asked ranges in this block (those before `first` end before it).
+                if device.is_some() {
+                    continue; // copied below, once every block verified
+                }
                 while first < order.len() && order[first].offset + order[first].len <= start {
                     first += 1;
                 }
@@ -396,9 +392,34 @@ impl IoDesc {
                     // for writes by this function's contract) and [lo, hi) lies within it; the
                     // staging buffer holds those bytes from `from` (the run covers the block); the
                     // two never overlap.
-                    unsafe { self.local.write(&buf[from..from + (hi - lo) as usize], e.addr + (lo - e.offset))? };
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            buf[from..].as_ptr(),
+                            (e.addr + (lo - e.offset)) as *mut u8,
+                            (hi - lo) as usize,
+                        )
+                    };
                 }
             }
+        }
+        if let Some(d) = device {
+            // Every block verified: one copy per range into the caller's device memory, done
+            // (the stream synchronised) before the read can be reported.
+            let copies: Vec<crate::cuda::Copy> = order
+                .iter()
+                .map(|e| {
+                    let r = run_of(&self.runs, e.offset, e.len);
+                    let at = r.at + (e.offset - r.offset) as usize;
+                    crate::cuda::Copy::ToDevice {
+                        src: buf[at..at + e.len as usize].as_ptr(),
+                        dst: e.addr,
+                        len: e.len as usize,
+                    }
+                })
+                .collect();
+            // SAFETY: each source lies in the staging buffer (sliced above); the device ranges
+            // are the caller's, of a live request (this function's contract).
+            unsafe { d.copy(&copies)? };
         }
         Ok(record)
     }

@@ -281,6 +281,17 @@ class Gpu:
         self._ok("cuMemcpyDtoH_v2", self.lib.cuMemcpyDtoH_v2(out.ctypes.data, dptr, nbytes))
         return out
 
+    def current(self) -> int:
+        """The calling thread's current context (0: none)."""
+        self.lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        c = ctypes.c_void_p()
+        self._ok("cuCtxGetCurrent", self.lib.cuCtxGetCurrent(ctypes.byref(c)))
+        return c.value or 0
+
+    def leave(self) -> None:
+        """No context current on the calling thread."""
+        self._ok("cuCtxSetCurrent", self.lib.cuCtxSetCurrent(None))
+
     def control(self, cmd: str) -> None:
         self.lib.cuda_sim_control.argtypes = [ctypes.c_char_p]
         if self.lib.cuda_sim_control(cmd.encode()) != 0:

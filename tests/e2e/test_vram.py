@@ -144,18 +144,24 @@ def refused(call) -> str:
     return str(e.value)
 
 
-def test_registration_checks_it_is_device_memory_of_that_device(agent, gpu):
+def test_registration_checks_it_is_device_memory_of_that_device(agent, gpu, capfd):
+    """Each refusal says what the range is: host memory, memory of no such device, a range past
+    its allocation."""
     host = np.zeros(4096, dtype=np.uint8)
-    refused(lambda: agent.agent.register_memory([(addr(host), 4096, 0, "")], "VRAM", backends=[BACKEND]))
     dptr = gpu.alloc(4096)
-    # Device 1 does not exist (one device); a range past the allocation.
-    refused(lambda: agent.agent.register_memory([(dptr, 4096, 1, "")], "VRAM", backends=[BACKEND]))
-    refused(lambda: agent.agent.register_memory([(dptr, 8192, 0, "")], "VRAM", backends=[BACKEND]))
-    # And a VRAM transfer of host memory never registered as VRAM fails its copy, cleanly.
+    for desc, says in [
+        ((addr(host), 4096, 0, ""), "CUDA does not know the address"),
+        ((dptr, 4096, 1, ""), "VRAM devId 1 is not a CUDA device of this process"),
+        ((dptr, 8192, 0, ""), "it runs past its allocation"),
+    ]:
+        capfd.readouterr()
+        refused(lambda d=desc: agent.agent.register_memory([d], "VRAM", backends=[BACKEND]))
+        err = capfd.readouterr().err
+        assert says in err, err[-2000:]
+    # NIXL itself refuses a VRAM transfer of memory never registered as VRAM.
     key = unique_key("unreg")
     dev = agent.reg_obj(key, 4096)
     refused(lambda: agent.xfer("WRITE", [(addr(host), 4096, 0)], [(0, 4096, dev)], mem="VRAM"))
-    assert agent.query([key]) == [None]
 
 
 def test_a_failed_copy_fails_the_request_and_nothing_half_written_is_read(agent, gpu):
@@ -166,7 +172,7 @@ def test_a_failed_copy_fails_the_request_and_nothing_half_written_is_read(agent,
     agent.reg_vram(dptr, size)
     key = unique_key("copyfail")
     dev = agent.reg_obj(key, size)
-    gpu.control("fail cuMemcpyDtoH_v2 1")
+    gpu.control("fail cuMemcpyDtoHAsync_v2 1")
     refused(lambda: agent.xfer("WRITE", [(dptr, size, 0)], [(0, size, dev)], mem="VRAM"))
     # Whatever chunks landed, the key is not whole: absent to queryMem, a miss to a read.
     assert agent.query([key]) == [None]
@@ -175,7 +181,7 @@ def test_a_failed_copy_fails_the_request_and_nothing_half_written_is_read(agent,
     agent.xfer("WRITE", [(dptr, size, 0)], [(0, size, dev)], mem="VRAM")
     assert_same(vram_get(agent, gpu, dev, size), data, "after a failed copy")
     # A read whose copy into the GPU fails is a failed read.
-    gpu.control("fail cuMemcpyHtoD_v2 1")
+    gpu.control("fail cuMemcpyHtoDAsync_v2 1")
     out = gpu.alloc(size)
     agent.reg_vram(out, size)
     refused(lambda: agent.xfer("READ", [(out, size, 0)], [(0, size, dev)], mem="VRAM"))
@@ -242,3 +248,18 @@ def test_pinned_staging_is_bounded_and_given_back(gpu):
     finally:
         agent.close()
     assert gpu.stats()["pinned_bytes"] == before, "pinned staging left behind by a closed backend"
+
+
+def test_the_callers_cuda_context_is_left_as_it_was(agent, gpu):
+    """Registration and posting run driver calls on the caller's thread: its current context
+    (which device PyTorch works on) is what it was before each call."""
+    size = 1 * MiB
+    dptr = gpu.alloc(size)
+    gpu.upload(dptr, pattern(size, 8))
+    gpu.leave()
+    agent.reg_vram(dptr, size)
+    assert gpu.current() == 0, "registerMem left a context current"
+    dev = agent.reg_obj(unique_key("ctx"), size)
+    agent.xfer("WRITE", [(dptr, size, 0)], [(0, size, dev)], mem="VRAM")
+    agent.xfer("READ", [(dptr, size, 0)], [(0, size, dev)], mem="VRAM")
+    assert gpu.current() == 0, "a transfer left a context current on the caller's thread"

@@ -84,7 +84,13 @@ class TorchMem:
         return t.data_ptr()
 
     def equal(self, a, b) -> bool:
-        return bool(self.torch.equal(a, b))
+        # On a stream of its own, not the default one: bytes a read reported DONE must be on
+        # the device for any stream, not only for work ordered after the plugin's copies.
+        s = self.torch.cuda.Stream()
+        with self.torch.cuda.stream(s):
+            same = self.torch.equal(a, b)
+        s.synchronize()
+        return bool(same)
 
     def host(self, t) -> np.ndarray:
         return t.cpu().numpy()

@@ -52,7 +52,14 @@ struct State {
     fail: BTreeMap<String, u64>,
     /// Host ranges page-locked by cuMemHostRegister, by start address.
     pinned: BTreeMap<u64, usize>,
+    /// Streams by id: the device they were made on and their queued copies, which run only
+    /// when the stream is synchronised (so a caller that does not synchronise sees old bytes).
+    streams: BTreeMap<usize, (CUdevice, Vec<Pending>)>,
+    next_stream: usize,
 }
+
+/// A queued asynchronous copy: (to, from, bytes), raw addresses.
+struct Pending(usize, usize, usize);
 
 static STATE: Mutex<State> = Mutex::new(State {
     initialized: false,
@@ -61,6 +68,8 @@ static STATE: Mutex<State> = Mutex::new(State {
     retained: BTreeMap::new(),
     fail: BTreeMap::new(),
     pinned: BTreeMap::new(),
+    streams: BTreeMap::new(),
+    next_stream: 1,
 });
 static LATENCY_US: AtomicU64 = AtomicU64::new(0);
 static DTOH: AtomicU64 = AtomicU64::new(0);
@@ -281,6 +290,93 @@ unsafe fn copy(call: &str, host: *mut u8, device: CUdeviceptr, bytes: usize, to_
 }
 
 /// # Safety
+/// `stream` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamCreate(stream: *mut *mut c_void, _flags: c_uint) -> CUresult {
+    let Some(device) = current_device() else { return CUDA_ERROR_INVALID_CONTEXT };
+    if stream.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    let mut s = STATE.lock();
+    let id = s.next_stream;
+    s.next_stream += 1;
+    s.streams.insert(id, (device, Vec::new()));
+    // SAFETY: non-null, valid for a write by this function's contract.
+    unsafe { *stream = id as *mut c_void };
+    CUDA_SUCCESS
+}
+
+/// Runs the stream's queued copies, in order.
+#[no_mangle]
+pub extern "C" fn cuStreamSynchronize(stream: *mut c_void) -> CUresult {
+    let pending = match STATE.lock().streams.get_mut(&(stream as usize)) {
+        Some((_, q)) => std::mem::take(q),
+        None => return CUDA_ERROR_INVALID_VALUE,
+    };
+    for Pending(to, from, n) in pending {
+        // SAFETY: both ranges were checked when queued, and the caller keeps them alive until
+        // this returns (as the driver's contract asks).
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, n) };
+    }
+    CUDA_SUCCESS
+}
+
+/// Checks and queues one asynchronous copy on `stream`.
+fn enqueue(
+    call: &str,
+    stream: *mut c_void,
+    to: usize,
+    from: usize,
+    device: CUdeviceptr,
+    bytes: usize,
+    to_device: bool,
+) -> CUresult {
+    let Some(current) = current_device() else { return CUDA_ERROR_INVALID_CONTEXT };
+    if to == 0 || from == 0 {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    let mut s = STATE.lock();
+    let Some((_, a)) = find(&s, device, bytes as u64) else { return CUDA_ERROR_INVALID_VALUE };
+    LAST_DEVICE.store(a.device as i64, Relaxed);
+    if should_fail(&mut s, call) {
+        return CUDA_ERROR_LAUNCH_FAILED;
+    }
+    match s.streams.get_mut(&(stream as usize)) {
+        Some((d, q)) if *d == current => q.push(Pending(to, from, bytes)),
+        _ => return CUDA_ERROR_INVALID_VALUE,
+    }
+    drop(s);
+    let us = LATENCY_US.load(Relaxed);
+    if us > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(us));
+    }
+    let (n, b) = if to_device { (&HTOD, &HTOD_BYTES) } else { (&DTOH, &DTOH_BYTES) };
+    n.fetch_add(1, Relaxed);
+    b.fetch_add(bytes as u64, Relaxed);
+    CUDA_SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    stream: *mut c_void,
+) -> CUresult {
+    enqueue("cuMemcpyHtoDAsync_v2", stream, dst as usize, src as usize, dst, bytes, true)
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: *mut c_void,
+) -> CUresult {
+    enqueue("cuMemcpyDtoHAsync_v2", stream, dst as usize, src as usize, src, bytes, false)
+}
+
+/// # Safety
 /// `src` is valid for reads of `bytes`.
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
@@ -336,6 +432,14 @@ pub unsafe extern "C" fn cuPointerGetAttribute(data: *mut c_void, attribute: c_i
     let s = STATE.lock();
     if !s.initialized {
         return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    // Page-locked host memory: known to the driver, as host memory.
+    if attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        && s.pinned.range(..=ptr).next_back().is_some_and(|(&a, &n)| ptr < a + n as u64)
+    {
+        // SAFETY: `data` is valid for an unsigned int by this function's contract.
+        unsafe { *data.cast::<c_uint>() = 1 }; // CU_MEMORYTYPE_HOST
+        return CUDA_SUCCESS;
     }
     // Host memory the driver does not know: as the driver answers for it.
     let Some((start, a)) = find(&s, ptr, 1) else { return CUDA_ERROR_INVALID_VALUE };
@@ -396,12 +500,14 @@ pub unsafe extern "C" fn cuda_sim_control(cmd: *const c_char) -> c_int {
             Ok(n) if n >= 0 => s.devices = n,
             _ => return -1,
         },
-        ["fail", call @ ("cuMemcpyDtoH_v2" | "cuMemcpyHtoD_v2"), n] => match n.parse::<u64>() {
-            Ok(n) => {
-                s.fail.insert(call.to_string(), n);
+        ["fail", call @ ("cuMemcpyDtoH_v2" | "cuMemcpyHtoD_v2" | "cuMemcpyDtoHAsync_v2" | "cuMemcpyHtoDAsync_v2"), n] => {
+            match n.parse::<u64>() {
+                Ok(n) => {
+                    s.fail.insert(call.to_string(), n);
+                }
+                Err(_) => return -1,
             }
-            Err(_) => return -1,
-        },
+        }
         ["latency_us", n] => match n.parse::<u64>() {
             Ok(n) => LATENCY_US.store(n, Relaxed),
             Err(_) => return -1,

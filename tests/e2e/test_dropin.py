@@ -39,7 +39,7 @@ ROUND_TRIP = """
 import numpy as np
 from nixl_cu12._api import nixl_agent, nixl_agent_config
 a = nixl_agent("installed", nixl_agent_config(backends=[]))
-a.create_backend("DAOS", {"pool": "sim", "container": "installed", "create_container": "true", "evict": "false"})
+a.create_backend("DAOS", {})  # DAOS_POOL and DAOS_CONT: daos-sim's, or the real pass's
 a.create_backend("POSIX", {})
 data, back = np.arange(1 << 16, dtype=np.uint8), np.zeros(1 << 16, dtype=np.uint8)
 a.register_memory([(data.ctypes.data, data.nbytes, 0, ""), (back.ctypes.data, back.nbytes, 0, "")], "DRAM")

@@ -17,7 +17,7 @@ daosPlugin() {
                                  "DAOS",
                                  nixl_daos::shim::pluginVersion(),
                                  nixl_daos::shim::backendOptions(),
-                                 nixl_daos::shim::supportedMems());
+                                 nixl_daos::shim::supportedMems(nullptr));
 }
 
 } // namespace

@@ -43,6 +43,7 @@ inline constexpr Status kErrNotSupported = NIXL_ERR_NOT_SUPPORTED;
 using MemType = nixl_mem_t;
 inline constexpr MemType kDram = DRAM_SEG;
 inline constexpr MemType kObj = OBJ_SEG;
+inline constexpr MemType kVram = VRAM_SEG;
 using XferOp = nixl_xfer_op_t;
 using CostMethod = nixl_cost_t;
 

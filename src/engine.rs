@@ -770,11 +770,6 @@ impl Engine {
 
     /// Bytes of staging buffers in use now (transfers in flight, and answers DAOS still owes to
     /// requests that ended): at most `stage_bytes`, or one transfer's when it is larger.
-    /// Bytes of staging buffers pinned for GPU copies: now, and the most at once.
-    pub fn pinned_bytes(&self) -> (usize, usize) {
-        self.stage.pinned_bytes()
-    }
-
     /// Whether VRAM registrations and transfers work here (a usable CUDA driver was found).
     pub fn supports_vram(&self) -> bool {
         self.cuda.is_some()

@@ -43,6 +43,11 @@ bash ci/lint-py.sh
 say "cargo test --release --workspace"
 cargo test --release --workspace
 
+# The wheel users install (ci/package.sh): built to load with glibc 2.28 and libstdc++ of GCC 8,
+# which objdump -T of the shipped plugin checks; tests/e2e/test_package.py installs it.
+say "the wheel (ci/package.sh)"
+bash ci/package.sh
+
 say "shim ABI checks (tests/shim)"
 # Our vtable slot by slot against the wheel's POSIX engine; the shim alone (stub engine) and the
 # whole plugin (on daos-sim) through the real NIXL agent.

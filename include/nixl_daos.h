@@ -102,6 +102,10 @@ typedef struct {
 /* One answer per key: sizes[i] = object size in bytes, or -1 when the key does not exist. */
 int nd_query_mem(nd_engine *engine, const nd_key *keys, size_t n, int64_t *sizes);
 
+/* Removes the keys' values (every chunk). Not called by NIXL (its API has no removal): for tools
+ * that load the plugin themselves, such as `nixl-daos doctor`. A key without a value is skipped. */
+int nd_remove_keys(nd_engine *engine, const nd_key *keys, size_t n);
+
 /* 1 when VRAM is supported (a usable CUDA driver was found), else 0. engine NULL: the plugin's
  * answer (loads the driver and calls cuInit, which makes no context). */
 int nd_supports_vram(nd_engine *engine);

@@ -281,6 +281,17 @@ const S3_NAMES: [&str; 12] = [
     "object_class",
 ];
 
+/// Parameters of NIXL's libdfs DAOS backend (proposed for NIXL's own tree under the same backend
+/// name, DAOS) that S3 consumers never pass, each with what this plugin has instead. A caller
+/// giving one followed that backend's documentation and got this plugin: refused with an error
+/// saying so, rather than ignored. (`object_class`, which it shares with the S3 backend, stays
+/// ignored: consumers pass it to whatever backend they are given.)
+const LIBDFS_NAMES: [(&str, &str); 3] = [
+    ("num_event_queues", "num_queues"),
+    ("max_inflight_per_queue", "max_inflight (for all queues together)"),
+    ("progress_poll_timeout_us", "nothing: its queues are polled without a timeout to tune"),
+];
+
 /// The parameter of ours `name` is a likely typo of (case aside, at most 2 edits away, or 1
 /// for names of 5 characters or fewer, where 2 edits reach unrelated words: `port` from `pool`),
 /// unless it is a name consumers pass to every backend.
@@ -317,6 +328,13 @@ impl Config {
                 None if k == BUCKET_ALIAS && !v.trim().is_empty() => bucket = Some(v.as_str()),
                 None => unknown.push(k.as_str()),
             }
+        }
+        if let Some((name, ours)) = LIBDFS_NAMES.iter().find(|(n, _)| unknown.contains(n)) {
+            return Err(Error::InvalidArg(format!(
+                "backend parameter {name:?} belongs to NIXL's libdfs DAOS backend, but the DAOS plugin loaded \
+                 is nixl-daos (the DAOS object API; its keys are not files of a DFS container): its counterpart \
+                 here is {ours}. Both are named DAOS; `nixl-daos doctor` says which one a process loads"
+            )));
         }
         if let Some((typo, near)) = unknown.iter().find_map(|k| nearest(k).map(|n| (*k, n))) {
             return Err(Error::InvalidArg(format!(
@@ -522,6 +540,11 @@ mod tests {
         }
         assert_eq!(nearest("pol"), None);
         assert_eq!(nearest("pools"), Some("pool"));
+        for (name, ours) in LIBDFS_NAMES {
+            let e = Config::parse(&p(&[("pool", "p"), ("container", "c"), (name, "4")]), &no_env).unwrap_err();
+            assert_eq!(e.status(), crate::error::Status::InvalidParam);
+            assert!(e.to_string().contains("libdfs") && e.to_string().contains(ours), "{e}");
+        }
         for s3 in S3_NAMES {
             assert!(Config::parse(&p(&[("pool", "p"), ("container", "c"), (s3, "x")]), &no_env).is_ok(), "{s3}");
         }
@@ -627,6 +650,38 @@ mod tests {
                 assert!(shown.starts_with('`') && shown.ends_with('`'), "{name}: default cell {shown:?}");
                 assert_eq!(plain, shown.trim_matches('`'), "{name}");
                 assert_eq!(with_env, plain, "{name}: docs/configuration.md shows no environment variable");
+            }
+        }
+    }
+}
+
+/// The parameter table has one source, docs/configuration.md: the README meant for NIXL's tree
+/// carries it unchanged, and the README's short table names only parameters that exist.
+#[cfg(test)]
+mod doc_tables {
+    use super::PARAMS;
+
+    fn table(text: &str, header: &str) -> Vec<String> {
+        let start = text.find(header).unwrap_or_else(|| panic!("no table headed {header:?}"));
+        text[start..].lines().take_while(|l| l.starts_with('|')).map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_upstream_readme_carries_the_documentation_table() {
+        let header = "| parameter | default | meaning";
+        let docs = table(include_str!("../docs/configuration.md"), header);
+        let upstream = table(include_str!("../upstream/src/plugins/daos/README.md"), header);
+        assert_eq!(upstream, docs, "upstream/src/plugins/daos/README.md's table differs from docs/configuration.md's");
+    }
+
+    #[test]
+    fn the_readme_names_only_real_parameters() {
+        let rows = table(include_str!("../README.md"), "| parameter | default |");
+        assert!(rows.len() > 3, "README.md has its parameter table");
+        for row in &rows[2..] {
+            let first = row.split('|').nth(1).unwrap();
+            for name in first.split('`').skip(1).step_by(2) {
+                assert!(PARAMS.iter().any(|p| p.name == name), "README.md names {name:?}, not a parameter");
             }
         }
     }

@@ -768,6 +768,28 @@ impl Engine {
         Ok(sizes)
     }
 
+    /// Removes each key's value (every chunk's dkey, later chunks first, so a reader racing
+    /// this sees the key whole or absent, never a first chunk over a hole). NIXL has no call
+    /// for it; `nixl-daos doctor` removes its test key this way. A key without a value, or
+    /// holding `\0nixl-daos.`, is left alone. Refused on a read-only backend.
+    pub fn remove_keys(&self, keys: &[ObjectKey]) -> Result<()> {
+        if let Some(why) = &self.read_only {
+            return Err(Error::ReadOnly(why.clone()));
+        }
+        let sizes = self.query_sizes(keys)?;
+        let Layout { chunk, names, .. } = self.layout();
+        let bound = Bound::from_now(self.cfg.timeout_ms);
+        for (key, size) in keys.iter().zip(sizes) {
+            let Some(len) = size else { continue };
+            let chunks = if chunk > 0 { len.div_ceil(chunk).max(1) } else { 1 };
+            for c in (1..chunks).rev() {
+                self.object().punch_dkey(key.chunk(c, names).as_bytes(), None, bound)?;
+            }
+            self.object().punch_dkey(key.as_bytes(), None, bound)?;
+        }
+        Ok(())
+    }
+
     /// Bytes of staging buffers in use now (transfers in flight, and answers DAOS still owes to
     /// requests that ended): at most `stage_bytes`, or one transfer's when it is larger.
     /// Whether VRAM registrations and transfers work here (a usable CUDA driver was found).

@@ -393,13 +393,8 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdKey, n
         if keys.is_null() || sizes.is_null() {
             return Status::InvalidParam as i32;
         }
-        // SAFETY: `keys` is non-null (checked above) and holds `n` keys, each meta NULL or valid
-        // for its length (module contract).
-        let keys: Vec<ObjectKey> = unsafe { std::slice::from_raw_parts(keys, n) }
-            .iter()
-            // SAFETY: each meta is NULL or valid for its length (module contract).
-            .map(|k| ObjectKey::from_registration(unsafe { bytes(&k.meta) }, k.dev_id))
-            .collect();
+        // SAFETY: `keys` is non-null (checked above) and holds `n` keys (module contract).
+        let keys = unsafe { object_keys(keys, n) };
         match engine.check_process().and_then(|_| engine.query_sizes(&keys)) {
             Ok(found) => {
                 // SAFETY: `sizes` is non-null (checked above) and holds `n` slots (module contract).
@@ -410,6 +405,46 @@ pub unsafe extern "C" fn nd_query_mem(engine: *mut Engine, keys: *const NdKey, n
                 Status::Success as i32
             }
             Err(e) => fail("queryMem", e),
+        }
+    })
+}
+
+/// The keys of a C array of `n` `NdKey`s, each by the one key rule of registrations.
+///
+/// # Safety
+/// `keys` is non-null and holds `n` keys, each meta NULL or valid for its length.
+unsafe fn object_keys(keys: *const NdKey, n: usize) -> Vec<ObjectKey> {
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(keys, n) }
+        .iter()
+        // SAFETY: each meta is NULL or valid for its length (the caller's contract).
+        .map(|k| ObjectKey::from_registration(unsafe { bytes(&k.meta) }, k.dev_id))
+        .collect()
+}
+
+/// Removes the values of `n` keys (`Engine::remove_keys`). Not part of NIXL's ABI: for tools
+/// (`nixl-daos doctor`) that load the plugin themselves.
+///
+/// # Safety
+/// As nd_query_mem: `engine` NULL or live, `keys` valid for `n` entries.
+#[no_mangle]
+pub unsafe extern "C" fn nd_remove_keys(engine: *mut Engine, keys: *const NdKey, n: usize) -> i32 {
+    guard("removeKeys", || {
+        // SAFETY: NULL or a live Engine from nd_engine_create (module contract).
+        let Some(engine) = (unsafe { engine.as_ref() }) else {
+            return Status::InvalidParam as i32;
+        };
+        if n == 0 {
+            return Status::Success as i32;
+        }
+        if keys.is_null() {
+            return Status::InvalidParam as i32;
+        }
+        // SAFETY: `keys` is non-null (checked above) and holds `n` keys (module contract).
+        let keys = unsafe { object_keys(keys, n) };
+        match engine.check_process().and_then(|_| engine.remove_keys(&keys)) {
+            Ok(()) => Status::Success as i32,
+            Err(e) => fail("removeKeys", e),
         }
     })
 }

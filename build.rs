@@ -169,4 +169,8 @@ fn main() {
         .files(&sources)
         .compile("nixl_daos_shim");
     println!("cargo:rustc-link-lib=stdc++");
+    // The shim's calls into the engine's C entry points (nd_*) bind inside this library: another
+    // copy of the plugin in the process (installed under a second backend name, `nixl-daos
+    // install --as`, or a build loaded RTLD_GLOBAL) must never capture them.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic");
 }

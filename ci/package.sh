@@ -9,9 +9,10 @@
 # 1. The plugin, linked against glibc 2.28's symbol lists (ci/portable-link.sh, zig from PyPI's
 #    `ziglang` in .cache/package-venv) with the shim compiled by the system's g++ against its
 #    libstdc++; its own target directory (target/package), so the test build is untouched.
-# 2. objdump -T of the result: nothing above GLIBC_2.28, GLIBCXX_3.4.22, CXXABI_1.3.11 (what
-#    NIXL's own wheel plugins need at most, and what EL8's libraries have), and no library but the
-#    C and C++ runtimes; a build that needs more fails here, naming the symbols.
+# 2. objdump -T of the result: nothing above GLIBC_2.28, GLIBCXX_3.4.22, CXXABI_1.3.11, GCC_7.0.0
+#    (what NIXL's own wheel plugins need at most, and what EL8's libraries have), no strong
+#    symbol without a version, and no library but the C and C++ runtimes; a build that needs
+#    more fails here, naming the symbols. The plugin as shipped stays in target/package/wheel/.
 # 3. The wheel: the package nixl_daos (the `nixl-daos` command, python/nixl_daos) with the plugin,
 #    and the plugin again in each NIXL wheel's plugin directory, site-packages/.nixl_cu12.mesonpy.libs/
 #    plugins and .nixl_cu13...: the one directory NIXL's plugin manager reads (beside its
@@ -24,7 +25,7 @@ cd "$ROOT"
 source "$ROOT/ci/lib.sh"
 
 ZIG_VERSION=0.17.1
-MAX_GLIBC=2.28 MAX_GLIBCXX=3.4.22 MAX_CXXABI=1.3.11
+MAX_GLIBC=2.28 MAX_GLIBCXX=3.4.22 MAX_CXXABI=1.3.11 MAX_GCC=7.0.0
 ALLOWED_NEEDED="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 libstdc++.so.6 libgcc_s.so.1"
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 PYVERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/nixl_daos/__init__.py)
@@ -53,7 +54,8 @@ rm -f dist/nixl_daos-*.whl
 objcopy --only-keep-debug "$BUILT" dist/libplugin_DAOS.so.debug
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
-SO=$STAGE/libplugin_DAOS.so
+mkdir -p target/package/wheel
+SO=$ROOT/target/package/wheel/libplugin_DAOS.so
 objcopy --strip-debug --add-gnu-debuglink=dist/libplugin_DAOS.so.debug "$BUILT" "$SO"
 
 # --- 2. what it needs to load -------------------------------------------------------------------
@@ -61,7 +63,7 @@ newest() { # $1: prefix (GLIBC_); the highest version of that prefix the plugin 
 	objdump -T "$SO" | grep -o "($1[0-9.]*)" | tr -d '()' | sed "s/^$1//" | sort -uV | tail -1
 }
 above() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" != "$2" ]; } # $1 > $2
-for pair in GLIBC_:$MAX_GLIBC GLIBCXX_:$MAX_GLIBCXX CXXABI_:$MAX_CXXABI; do
+for pair in GLIBC_:$MAX_GLIBC GLIBCXX_:$MAX_GLIBCXX CXXABI_:$MAX_CXXABI GCC_:$MAX_GCC; do
 	prefix=${pair%%:*} max=${pair#*:}
 	got=$(newest "$prefix")
 	if [ -n "$got" ] && above "$got" "$max"; then
@@ -73,6 +75,11 @@ for pair in GLIBC_:$MAX_GLIBC GLIBCXX_:$MAX_GLIBCXX CXXABI_:$MAX_CXXABI; do
 	fi
 	say "needs at most $prefix${got:-none} (limit $prefix$max)"
 done
+# A symbol the plugin needs without a version: glibc 2.28's lists lack it (zig links a function
+# newer than them so), and the loader would refuse the plugin there. Only weak ones may be so
+# (Rust's std looks them up and falls back: gettid).
+unversioned=$(objdump -T "$SO" | awk '$0 ~ /\*UND\*/ && $0 !~ /\(/ && $2 != "w" {print $NF}')
+[ -z "$unversioned" ] || die "the plugin needs symbols without a version, which glibc $MAX_GLIBC lacks: $unversioned"
 for lib in $(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 	case " $ALLOWED_NEEDED " in *" $lib "*) ;; *) die "the plugin needs $lib, which the manylinux_2_28 policy does not provide" ;; esac
 done

@@ -47,8 +47,8 @@ cargo test --release --workspace
 # which objdump -T of the shipped plugin checks; tests/e2e/test_package.py installs it.
 say "the wheel (ci/package.sh)"
 bash ci/package.sh
-# The portable build is linked otherwise than target/release's: the same checks through NIXL.
-PORTABLE=target/package/x86_64-unknown-linux-gnu/release/libplugin_DAOS.so
+# The plugin the wheel ships is linked otherwise than target/release's: the same checks through NIXL.
+PORTABLE=target/package/wheel/libplugin_DAOS.so # the file the wheel ships
 NIXL_DAOS_LIBDAOS="$ROOT/target/release/libdaos_sim.so" "$VPY" tests/shim/check_nixl.py "$PORTABLE" \
 	--param pool=sim --param container=shimcheck --param create_container=true --fail-param stage_bytes=1k >/dev/null 2>&1 ||
 	die "shim check of the wheel's plugin (on daos-sim) failed (run: $VPY tests/shim/check_nixl.py $PORTABLE ...; see ci/test.sh)"

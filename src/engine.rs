@@ -768,10 +768,11 @@ impl Engine {
         Ok(sizes)
     }
 
-    /// Removes each key's value (every chunk's dkey, later chunks first, so a reader racing
-    /// this sees the key whole or absent, never a first chunk over a hole). NIXL has no call
-    /// for it; `nixl-daos doctor` removes its test key this way. A key without a value, or
-    /// holding `\0nixl-daos.`, is left alone. Refused on a read-only backend.
+    /// Removes each key's value: its first dkey, then its later chunks' dkeys. The first dkey's
+    /// record is what every read and `queryMem` checks, so once it is gone the key is absent for
+    /// every reader; a call that fails after it leaves only unreadable chunks (space, not data).
+    /// NIXL has no call for it; `nixl-daos doctor` removes its test key this way. A key without a
+    /// value, or holding `\0nixl-daos.`, is left alone. Refused on a read-only backend.
     pub fn remove_keys(&self, keys: &[ObjectKey]) -> Result<()> {
         if let Some(why) = &self.read_only {
             return Err(Error::ReadOnly(why.clone()));
@@ -779,13 +780,15 @@ impl Engine {
         let sizes = self.query_sizes(keys)?;
         let Layout { chunk, names, .. } = self.layout();
         let bound = Bound::from_now(self.cfg.timeout_ms);
+        // Held across the punches, as queries hold it: the process's exit waits for them.
+        let Some(_drive) = crate::host::drive() else { return Err(Error::ShuttingDown) };
         for (key, size) in keys.iter().zip(sizes) {
             let Some(len) = size else { continue };
-            let chunks = if chunk > 0 { len.div_ceil(chunk).max(1) } else { 1 };
-            for c in (1..chunks).rev() {
+            self.object().punch_dkey(key.as_bytes(), None, bound)?;
+            let chunks = if chunk > 0 { len.div_ceil(chunk) } else { 1 };
+            for c in 1..chunks {
                 self.object().punch_dkey(key.chunk(c, names).as_bytes(), None, bound)?;
             }
-            self.object().punch_dkey(key.as_bytes(), None, bound)?;
         }
         Ok(())
     }

@@ -1467,3 +1467,49 @@ fn a_closed_writer_leaves_eviction_to_the_engines_left() {
     }
     assert!(stat("punch") > punches, "nothing evicted within 4 s: {:?}", evictor.eviction());
 }
+
+/// `remove_keys` (nixl-daos doctor's test key): a value of several chunks is gone for reads and
+/// `queryMem`, its neighbour untouched, a key written afresh reads whole (no chunk of the removed
+/// value left to meet), and a read-only backend refuses.
+#[test]
+fn remove_keys_removes_every_chunk_and_nothing_else() {
+    let _x = exclusive();
+    let e = engine("eng-remove", &[("chunk_bytes", "65536")]);
+    let (gone, kept) = (reg(&e, "rm-gone"), reg(&e, "rm-kept"));
+    let big = pattern(3 * 65536 + 100, 7);
+    let other = pattern(5000, 8);
+    run(&e, &prep_write(&e, &[(&big, 0, &gone), (&other, 0, &kept)]), Duration::from_secs(10)).unwrap();
+    let keys = [ObjectKey::from_registration(b"rm-gone", 0), ObjectKey::from_registration(b"rm-kept", 0)];
+    assert_eq!(e.query_sizes(&keys).unwrap(), vec![Some(big.len() as u64), Some(5000)]);
+    let punches = stat("punch");
+    e.remove_keys(&keys[..1]).unwrap();
+    assert_eq!(stat("punch") - punches, 4, "one punch per chunk of the value (4 chunks)");
+    assert_eq!(e.query_sizes(&keys).unwrap(), vec![None, Some(5000)]);
+    // Every part of the removed value misses, the first chunk's range and the later ones'.
+    for (off, len) in [(0u64, 100usize), (2 * 65536, 100), (0, big.len())] {
+        let mut back = vec![0u8; len];
+        let r = run(&e, &prep_read(&e, &mut [(&mut back, off, &gone)]), Duration::from_secs(10));
+        assert!(r.is_err(), "a read of {len} at {off} of a removed key succeeded");
+    }
+    let mut back = vec![0u8; other.len()];
+    run(&e, &prep_read(&e, &mut [(&mut back, 0, &kept)]), Duration::from_secs(10)).unwrap();
+    assert_eq!(back, other);
+    // Written afresh with two chunks' worth: it reads back whole, and is as long as written.
+    let fresh = pattern(65536 + 10, 9);
+    run(&e, &prep_write(&e, &[(&fresh, 0, &gone)]), Duration::from_secs(10)).unwrap();
+    let mut back = vec![0u8; fresh.len()];
+    run(&e, &prep_read(&e, &mut [(&mut back, 0, &gone)]), Duration::from_secs(10)).unwrap();
+    assert_eq!(back, fresh);
+    assert_eq!(e.query_sizes(&keys[..1]).unwrap(), vec![Some(fresh.len() as u64)]);
+    // Removing twice, or a key never written, is no error.
+    e.remove_keys(&[ObjectKey::from_registration(b"rm-never", 0)]).unwrap();
+    drop(e);
+
+    control("deny write");
+    let ro = engine("eng-remove", &[]);
+    let e = ro.remove_keys(&keys[1..]).unwrap_err();
+    control("deny off");
+    assert_eq!(e.status(), Status::NotAllowed, "{e}");
+    let rw = engine("eng-remove", &[]);
+    assert_eq!(rw.query_sizes(&keys[1..]).unwrap(), vec![Some(5000)], "the read-only backend removed the key");
+}

@@ -3,17 +3,20 @@
 """The `nixl-daos` command.
 
     nixl-daos doctor [--pool P] [--container C] [--param K=V ...] [--io]
-    nixl-daos install [--as NAME] [--replace] [--plugin-dir DIR]
-    nixl-daos remove [--as NAME] [--plugin-dir DIR]
+    nixl-daos install [--as NAME] [--replace] [--nixl PACKAGE | --plugin-dir DIR]
+    nixl-daos remove [--as NAME] [--nixl PACKAGE | --plugin-dir DIR]
     nixl-daos where
 
-Exit status: 0 done (doctor: nothing failed), 1 a check or the step failed, 2 a usage error."""
+Exit status: 0 done (doctor: nothing failed), 1 a check or the step failed, 2 a usage error.
+install and remove act on the plugin directory of every NIXL wheel in the environment (nixl-cu12
+and nixl-cu13 may both be there) unless --nixl or --plugin-dir names one."""
 
 import argparse
 import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from nixl_daos import PLUGIN, __version__, doctor, nixlenv
@@ -23,78 +26,127 @@ from nixl_daos import PLUGIN, __version__, doctor, nixlenv
 BACKUP_SUFFIX = ".before-nixl-daos"
 
 
-def plugin_dir(args) -> Path:
+def usage(msg: str) -> None:
+    print(f"nixl-daos: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def plugin_dirs(args) -> list[Path]:
+    """--plugin-dir, else the plugin directory of every NIXL wheel here (or of --nixl's)."""
     if args.plugin_dir:
-        return Path(args.plugin_dir)
-    found = nixlenv.find_nixl()
+        return [Path(args.plugin_dir)]
+    found = [n for n in nixlenv.find_nixl() if not args.nixl or n.package == args.nixl]
     if not found:
-        raise SystemExit(
-            "nixl-daos: no NIXL wheel (nixl-cu12, nixl-cu13, nixl) in this environment; give --plugin-dir for a NIXL "
-            "built from source (its lib/<arch>/plugins directory)"
+        print(
+            "nixl-daos: no NIXL wheel (nixl-cu12, nixl-cu13, nixl) in this environment"
+            + (f" named {args.nixl}" if args.nixl else "")
+            + "; give --plugin-dir for a NIXL built from source (its lib/<arch>/plugins directory)",
+            file=sys.stderr,
         )
-    return found[0].plugin_dir
+        sys.exit(1)
+    return [n.plugin_dir for n in found]
 
 
 def checked_name(name: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-        raise SystemExit(f"nixl-daos: --as {name!r}: a backend name is letters, digits and _ (e.g. OBJ, DAOS_OBJ)")
+        usage(f"--as {name!r}: a backend name is letters, digits and _ (e.g. OBJ, DAOS_OBJ)")
     return name
+
+
+def is_this_package(path: Path) -> bool:
+    """The package's own copy (NIXL_PLUGIN_DIR or --plugin-dir may point at it): never a target."""
+    return path.exists() and PLUGIN.exists() and path.resolve() == PLUGIN.resolve()
+
+
+def install_into(directory: Path, name: str, replace: bool) -> int:
+    dest = nixlenv.plugin_file(directory, name)
+    backup = dest.with_name(dest.name + BACKUP_SUFFIX)
+    if is_this_package(dest):
+        print(f"nixl-daos: {dest} is this package's own copy; nothing to do", file=sys.stderr)
+        return 0
+    directory.mkdir(parents=True, exist_ok=True)
+    other = dest.exists() and not nixlenv.is_ours(dest)
+    if other and not replace:
+        print(
+            f"nixl-daos: {dest} is another plugin (not nixl-daos) that NIXL serves as {name}; nothing changed.\n"
+            f"  Install this one under another name (--as DAOS_OBJ), or replace that one with --replace "
+            f"(it is kept as {backup.name}, and `nixl-daos remove --as {name}` puts it back).",
+            file=sys.stderr,
+        )
+        return 1
+    # The copy is complete and on disk before anything is renamed, and every rename is atomic:
+    # NIXL never finds a half-written plugin, nor no plugin at all where one was.
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out, open(PLUGIN, "rb") as src:
+            shutil.copyfileobj(src, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o755)
+        if other:
+            # A backup left from before is older than the plugin NIXL has there now (NIXL was
+            # reinstalled since): the newer one is what `remove` must put back.
+            os.replace(dest, backup)
+            print(f"kept {dest.name} as {backup}")
+        os.replace(tmp, dest)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    print(f"installed {dest}: NIXL serves nixl-daos as backend {name}")
+    return 0
 
 
 def install(args) -> int:
     name = checked_name(args.as_name)
-    directory = plugin_dir(args)
     if not PLUGIN.is_file():
         print(f"nixl-daos: this package has no plugin at {PLUGIN} (a broken install?)", file=sys.stderr)
         return 1
-    directory.mkdir(parents=True, exist_ok=True)
+    return max(install_into(d, name, args.replace) for d in plugin_dirs(args))
+
+
+def remove_from(directory: Path, name: str) -> int:
     dest = nixlenv.plugin_file(directory, name)
     backup = dest.with_name(dest.name + BACKUP_SUFFIX)
+    if is_this_package(dest):
+        print(f"nixl-daos: {dest} is this package's own copy; not removed", file=sys.stderr)
+        return 1
     if dest.exists() and not nixlenv.is_ours(dest):
-        if not args.replace:
-            print(
-                f"nixl-daos: {dest} is another plugin (not nixl-daos) that NIXL serves as {name}; nothing changed.\n"
-                f"  Install this one under another name (--as DAOS_OBJ), or replace that one with --replace "
-                f"(it is kept as {backup.name}, and `nixl-daos remove --as {name}` puts it back).",
-                file=sys.stderr,
-            )
-            return 1
         if backup.exists():
-            print(f"nixl-daos: {backup} exists already; move it away first", file=sys.stderr)
-            return 1
-        os.rename(dest, backup)
-        print(f"kept {dest.name} as {backup}")
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.copyfile(PLUGIN, tmp)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, dest)
-    print(f"installed {dest}: NIXL serves nixl-daos as backend {name}")
+            # NIXL was reinstalled over our copy: its file is in place, the backup is stale.
+            backup.unlink()
+            print(f"{dest} is NIXL's again; removed the stale {backup.name}")
+            return 0
+        print(f"nixl-daos: {dest} is not nixl-daos; nothing removed", file=sys.stderr)
+        return 1
+    if backup.exists():
+        os.replace(backup, dest)
+        print(f"put back {dest} (the plugin --replace had replaced)")
+    elif dest.exists():
+        dest.unlink()
+        print(f"removed {dest}")
     return 0
 
 
 def remove(args) -> int:
     name = checked_name(args.as_name)
-    directory = plugin_dir(args)
-    dest = nixlenv.plugin_file(directory, name)
-    backup = dest.with_name(dest.name + BACKUP_SUFFIX)
-    if dest.exists() and not nixlenv.is_ours(dest):
-        print(f"nixl-daos: {dest} is not nixl-daos; nothing removed", file=sys.stderr)
-        return 1
-    if dest.exists():
-        dest.unlink()
-        print(f"removed {dest}")
-    if backup.exists():
-        os.rename(backup, dest)
-        print(f"put back {dest} (the plugin --replace had replaced)")
-    return 0
+    return max(remove_from(d, name) for d in plugin_dirs(args))
 
 
 def where(_args) -> int:
+    """The package's plugin, and per NIXL wheel what it serves as DAOS, every other name it serves
+    this plugin as, and what --replace keeps aside (`remove` those before `pip uninstall
+    nixl-daos`, which knows only the DAOS copies the wheel installed)."""
     print(f"nixl-daos {__version__}: {PLUGIN}")
     for n in nixlenv.find_nixl():
         path = nixlenv.plugin_file(n.plugin_dir, "DAOS")
         state = "nixl-daos" if nixlenv.is_ours(path) else ("another plugin" if path.exists() else "absent")
-        print(f"{n.dist} {n.version}: {path} ({state})")
+        print(f"{n.dist} {n.version}: DAOS is {path} ({state})")
+        for other in sorted(n.plugin_dir.glob("libplugin_*.so")):
+            if other != path and nixlenv.is_ours(other):
+                print(f"  also served as {other.name[len('libplugin_') : -len('.so')]}: {other}")
+        for kept in sorted(n.plugin_dir.glob("libplugin_*.so" + BACKUP_SUFFIX)):
+            print(f"  kept aside by --replace: {kept}")
     return 0
 
 
@@ -114,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         s = sub.add_parser(name, help=text)
         s.add_argument("--as", dest="as_name", default="DAOS", metavar="NAME", help="backend name (default DAOS)")
-        s.add_argument("--plugin-dir", help="a NIXL plugin directory (default: this environment's NIXL's)")
+        s.add_argument("--plugin-dir", help="a NIXL plugin directory (default: every NIXL wheel's here)")
+        s.add_argument("--nixl", metavar="PACKAGE", help="only this NIXL wheel's (nixl_cu12, nixl_cu13)")
         s.set_defaults(fn=fn)
         if name == "install":
             s.add_argument("--replace", action="store_true", help="replace another plugin of that name (kept aside)")
@@ -124,5 +177,5 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "doctor":
         bad = [p for p in args.param if "=" not in p]
         if bad:
-            ap.error(f"--param {bad[0]!r}: give K=V")
+            ap.error(f"--param {bad[0]!r}: give K=V")  # exits 2
     return args.fn(args)

@@ -42,17 +42,24 @@ class Report:
 
 
 def worker(*args: str) -> tuple[dict | None, str]:
-    """Runs nixl_daos.worker in a subprocess; its JSON answer (None if it died) and its stderr."""
+    """Runs nixl_daos.worker in a subprocess; its JSON answer (None if it died or exited with a
+    failure) and its stderr."""
+    # -P (3.11+): the current directory is not put first on the path, where a directory named
+    # like a package (nixl_cu12/, nixl_daos/) would shadow the installed one.
+    flags = ["-P"] if sys.version_info >= (3, 11) else []
     try:
         p = subprocess.run(
-            [sys.executable, "-m", "nixl_daos.worker", *args],
+            [sys.executable, *flags, "-m", "nixl_daos.worker", *args],
             capture_output=True,
             text=True,
             timeout=WORKER_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as e:
-        return None, f"no answer in {WORKER_TIMEOUT_S} s\n{(e.stderr or b'')[-2000:]!r}"
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return None, f"{err[-2000:]}\nno answer in {WORKER_TIMEOUT_S} s"
     lines = p.stdout.strip().splitlines()
+    if p.returncode != 0:
+        return None, f"{p.stderr}\nthe check's process exited with status {p.returncode}"
     try:
         return (json.loads(lines[-1]) if lines else None), p.stderr
     except json.JSONDecodeError:
@@ -117,7 +124,7 @@ def agent_socket() -> Path:
 def check_agent(r: Report, libdaos: str) -> bool:
     out, err = worker("-", "daos_init", libdaos)
     if out and out.get("rc") == 0:
-        r.ok("daos_agent", "daos_init succeeded (the agent answered)")
+        r.ok("daos_agent", f"daos_init of {libdaos} succeeded")
         return True
     sock = agent_socket()
     where = f"its socket {sock} {'exists but did not answer' if sock.exists() else 'does not exist'}"
@@ -132,21 +139,33 @@ def check_agent(r: Report, libdaos: str) -> bool:
 
 
 def process_config(name: str, default: str) -> Path | None:
-    """The configuration file a running daos_agent/daos_server of this host was given with -o,
+    """The configuration file a running daos_agent/daos_server of this host was given (-o FILE,
+    -oFILE, --config-path FILE or =FILE; relative to its working directory, inside its root),
     else the default path when it exists."""
     for comm in Path("/proc").glob("[0-9]*/comm"):
         try:
             if comm.read_text().strip() != name:
                 continue
-            argv = (comm.parent / "cmdline").read_bytes().split(b"\0")
+            argv = [a.decode(errors="replace") for a in (comm.parent / "cmdline").read_bytes().split(b"\0")]
         except OSError:
             continue
+        given = None
         for i, a in enumerate(argv):
-            a = a.decode(errors="replace")
-            if a in ("-o", "--config") and i + 1 < len(argv):
-                return Path(argv[i + 1].decode(errors="replace"))
-            if a.startswith("--config="):
-                return Path(a.split("=", 1)[1])
+            if a in ("-o", "--config", "--config-path") and i + 1 < len(argv):
+                given = argv[i + 1]
+            elif a.startswith(("--config=", "--config-path=")):
+                given = a.split("=", 1)[1]
+            elif a.startswith("-o") and len(a) > 2:
+                given = a[2:]
+        if given:
+            try:
+                cwd, root = os.readlink(comm.parent / "cwd"), os.readlink(comm.parent / "root")
+            except OSError:
+                cwd, root = "/", "/"
+            path = Path(cwd) / given  # an absolute `given` stays itself
+            if root != "/":  # a daos_agent in a container: its file as seen from here
+                return comm.parent / "root" / str(path).lstrip("/")
+            return path
     return Path(default) if Path(default).exists() else None
 
 
@@ -159,7 +178,12 @@ def read_config(name: str, default: str) -> tuple[Path | None, str | None]:
         return path, None
 
 
+def without_comments(text: str) -> str:
+    return "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+
+
 def yaml_value(text: str, key: str) -> str | None:
+    text = without_comments(text)
     m = re.search(rf"^\s*{re.escape(key)}\s*:\s*([^#\n]*)", text, re.M)
     return m.group(1).strip().strip("'\"") if m else None
 
@@ -187,7 +211,7 @@ def check_settings(r: Report) -> None:
     server_cfg, text = read_config("daos_server", "/etc/daos/daos_server.yml")
     if text is None:
         return  # a client host: the servers' settings are not visible from here
-    missing = [s for s in ("SWIM_SUSPECT_TIMEOUT=5000", "CRT_EVENT_DELAY=2") if s not in text]
+    missing = [s for s in ("SWIM_SUSPECT_TIMEOUT=5000", "CRT_EVENT_DELAY=2") if s not in without_comments(text)]
     crt = yaml_value(text, "crt_timeout")
     if crt is None or not crt.isdigit() or int(crt) > 10:
         missing.append("crt_timeout: 10")
@@ -233,8 +257,8 @@ def check_plugin_file(r: Report, nixl: nixlenv.Nixl) -> bool:
         r.fail(
             "DAOS plugin",
             f"NIXL finds no libplugin_DAOS.so in {nixl.plugin_dir}",
-            "pip install nixl-daos into this environment after NIXL (or, after reinstalling NIXL, run "
-            "`nixl-daos install`)",
+            "pip install nixl-daos into this environment (or `nixl-daos install`, which copies this package's "
+            "plugin there)",
         )
         return False
     if not nixlenv.is_ours(path):
@@ -261,14 +285,26 @@ def check_plugin_file(r: Report, nixl: nixlenv.Nixl) -> bool:
 def check_listed(r: Report, nixl: nixlenv.Nixl) -> bool:
     out, err = worker(nixl.package, "list")
     if out is None:
-        r.fail("NIXL loads it", f"the NIXL agent did not start{plugin_said(err)}", "see the lines above")
-        return False
-    plugins = out["plugins"]
-    if "DAOS" not in plugins or "params" not in out:
         r.fail(
             "NIXL loads it",
-            f"NIXL lists {', '.join(plugins) or 'no plugins'} but does not load DAOS{plugin_said(err)}",
-            "the lines above say why (a NIXL outside the tested range is refused: install nixl-cu12==1.5.1, or set "
+            f"the check's process died while NIXL started and loaded its plugins{plugin_said(err)}",
+            "see the lines above: a plugin file that is damaged, or made for another system, can do this",
+        )
+        return False
+    plugins = out["plugins"]
+    if "DAOS" not in plugins or "pool" not in out.get("params", []):
+        why = f" ({out['load_error']})" if out.get("load_error") else ""
+        if "DAOS" in plugins:
+            loader, _ = worker("-", "dlopen", str(nixlenv.plugin_file(nixl.plugin_dir, "DAOS")))
+            if loader is None:
+                why += "; loading the file alone crashed the process (a damaged file?)"
+            elif loader["error"]:
+                why += f"; the loader says: {loader['error']}"
+        r.fail(
+            "NIXL loads it",
+            f"NIXL lists {', '.join(plugins) or 'no plugins'} but does not load DAOS{why}{plugin_said(err)}",
+            "a library the loader cannot find or a symbol version it lacks: a host older than glibc 2.28 or GCC 8's "
+            "libstdc++; a NIXL outside the tested range is refused (install nixl-cu12==1.5.1, or set "
             "NIXL_DAOS_ALLOW_UNTESTED_NIXL=1 to try it)",
         )
         return False
@@ -332,6 +368,8 @@ def run(args) -> int:
         return got
 
     params = dict(p.split("=", 1) for p in args.param)
+    # The doctor's engines live for a moment: none of them evicts anyone's keys.
+    params.setdefault("evict", "false")
     if args.pool:
         params["pool"] = args.pool
     if args.container:

@@ -8,6 +8,7 @@ down, and the plugin's log lines (stderr) are the doctor's to quote.
     python -m nixl_daos.worker PACKAGE create PARAMS_JSON
     python -m nixl_daos.worker PACKAGE io PARAMS_JSON PLUGIN_PATH
     python -m nixl_daos.worker - daos_init LIBDAOS_PATH
+    python -m nixl_daos.worker - dlopen PLUGIN_PATH
 
 Prints one JSON object on its last stdout line."""
 
@@ -32,7 +33,13 @@ def cmd_list(package: str) -> dict:
     plugins = sorted(a.get_plugin_list())
     out = {"plugins": plugins}
     if "DAOS" in plugins:
-        out["params"] = sorted(a.get_plugin_params("DAOS"))
+        # The bindings' own call, which raises when the plugin does not load (get_plugin_params
+        # logs that and answers an empty list).
+        try:
+            params, mems = a.agent.getPluginParams("DAOS")
+            out["params"] = sorted(params)
+        except Exception as e:
+            out["load_error"] = f"{type(e).__name__}: {e}"
     return out
 
 
@@ -61,6 +68,8 @@ def remove_key(plugin: str, params: dict, key: bytes) -> str | None:
     """Removes the test key through the plugin's own C entry points (NIXL has no call for it);
     the plugin is the one NIXL loaded (same path, so the same library). None, or what failed."""
     lib = ctypes.CDLL(plugin)
+    if not hasattr(lib, "nd_remove_keys"):
+        return f"{plugin} is an older nixl-daos without nd_remove_keys (`nixl-daos install` updates it)"
     arr = (NdParam * len(params))(*[NdParam(k.encode(), v.encode()) for k, v in params.items()])
     engine = ctypes.c_void_p()
     rc = lib.nd_engine_create(arr, len(params), ctypes.byref(engine))
@@ -84,33 +93,35 @@ def cmd_io(package: str, params: dict, plugin: str) -> dict:
     a.register_memory([(addr[id(data)], TEST_BYTES, 0, ""), (addr[id(back)], TEST_BYTES, 0, "")], "DRAM")
     a.register_memory([(0, TEST_BYTES, 0, key)], "OBJ", backends=["DAOS"])
     out = {"key": key}
-    for op, buf in (("WRITE", data), ("READ", back)):
-        h = a.initialize_xfer(
-            op,
-            a.get_xfer_descs([(addr[id(buf)], TEST_BYTES, 0)], "DRAM"),
-            a.get_xfer_descs([(0, TEST_BYTES, 0)], "OBJ"),
-            a.name,
-            backends=["DAOS"],
-        )
-        state = a.transfer(h)
-        deadline = time.monotonic() + 60
-        while state == "PROC" and time.monotonic() < deadline:
-            state = a.check_xfer_state(h)
-        a.release_xfer_handle(h)
-        out[op.lower()] = state
-        if state != "DONE":
-            return out
-    out["same"] = bytes(data) == bytes(back)
-
-    def size() -> str | None:
-        got = a.query_memory([(0, 0, 0, key)], "DAOS", mem_type="OBJ")
-        return got[0].get("size") if got and got[0] else None
-
-    out["size"] = size()
-    # evict=false: the removing engine is gone again at once, with nothing of its own to run.
-    out["remove_error"] = remove_key(plugin, dict(params, evict="false"), key.encode())
-    out["size_after_remove"] = size()
+    try:
+        for op, buf in (("WRITE", data), ("READ", back)):
+            h = a.initialize_xfer(
+                op,
+                a.get_xfer_descs([(addr[id(buf)], TEST_BYTES, 0)], "DRAM"),
+                a.get_xfer_descs([(0, TEST_BYTES, 0)], "OBJ"),
+                a.name,
+                backends=["DAOS"],
+            )
+            state = a.transfer(h)
+            deadline = time.monotonic() + 60
+            while state == "PROC" and time.monotonic() < deadline:
+                state = a.check_xfer_state(h)
+            a.release_xfer_handle(h)
+            out[op.lower()] = state
+            if state != "DONE":
+                return out
+        out["same"] = bytes(data) == bytes(back)
+        out["size"] = query_size(a, key)
+    finally:
+        # Whatever happened after the write was posted: the key may exist.
+        out["remove_error"] = remove_key(plugin, params, key.encode())
+        out["size_after_remove"] = query_size(a, key)
     return out
+
+
+def query_size(a, key: str) -> str | None:
+    got = a.query_memory([(0, 0, 0, key)], "DAOS", mem_type="OBJ")
+    return got[0].get("size") if got and got[0] else None
 
 
 def cmd_daos_init(path: str) -> dict:
@@ -127,12 +138,23 @@ def cmd_daos_init(path: str) -> dict:
     return out
 
 
+def cmd_dlopen(path: str) -> dict:
+    """What the loader says of the plugin file (NIXL logs its dlopen error only at INFO)."""
+    try:
+        ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as e:
+        return {"error": str(e)}
+    return {"error": None}
+
+
 def main() -> None:
     package, cmd, *rest = sys.argv[1:]
     if cmd == "list":
         out = cmd_list(package)
     elif cmd == "create":
         out = cmd_create(package, json.loads(rest[0]))
+    elif cmd == "dlopen":
+        out = cmd_dlopen(rest[0])
     elif cmd == "daos_init":
         out = cmd_daos_init(rest[0])
     elif cmd == "io":

@@ -9,7 +9,7 @@ as JSON in NIXL_DAOS_FILL_PARAMS (default: none, the plugin's defaults). Prints 
 writes attempted and succeeded (per third), GB/s per third, then, when reading back, keys
 present (every byte verified), missing (a clean miss: the read failed and queryMem says None),
 wrong (a read that succeeded with other bytes: must be 0), mismatches (a miss that queryMem
-still reports), and how many of the newest 5% of keys are present."""
+still reports), and how many of the newest 5% of keys were written and are present."""
 
 import json
 import os
@@ -100,6 +100,8 @@ if read_back == "1":
     # One read at a time (a KV fetch on the critical path), verification included.
     out["read_gbps"] = present * size / max(time.monotonic() - t_read, 1e-9) / 1e9
     out.update(present=present, missing=missing, wrong=wrong, mismatch=mismatch)
-    out.update(recent_present=recent, recent_of=n - recent_from)
+    # Of those, the ones whose WRITE succeeded: a write refused for space while eviction caught
+    # up is no eviction's doing.
+    out.update(recent_present=recent, recent_of=n - recent_from, recent_written=sum(ok[recent_from:]))
 a.close()
 print(json.dumps(out))

@@ -167,7 +167,7 @@ def test_a_shadowing_plugin_is_named_and_install_keeps_it_apart(venv):
         p = run([cli, "remove"], env=venv["env"])
         assert p.returncode == 1 and ours.exists(), p.stdout + p.stderr
         p = run([cli, "install", "--as", "no/slash"], env=venv["env"])
-        assert p.returncode != 0 and "letters, digits" in p.stderr, p.stdout + p.stderr
+        assert p.returncode == 2 and "letters, digits" in p.stderr, p.stdout + p.stderr
     finally:
         ours.write_bytes(saved)
         for f in plugins.glob("libplugin_DAOS*.so*"):
@@ -189,9 +189,36 @@ def test_install_as_obj_serves_consumers_that_ask_for_obj(venv):
         script = ROUND_TRIP.replace('"DAOS"', '"OBJ"')
         p = run([str(venv["py"]), "-c", script], env=venv["env"], cwd="/")
         assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "same", p.stdout + p.stderr[-3000:]
+        where = run([cli, "where"], env=venv["env"]).stdout
+        assert "also served as OBJ" in where and "kept aside by --replace" in where, where
     finally:
         p = run([cli, "remove", "--as", "OBJ"], env=venv["env"])
     assert p.returncode == 0 and obj.read_bytes() == nixls, p.stdout + p.stderr
+    # NIXL reinstalled over our OBJ (its file back in place): remove drops the stale backup
+    # and leaves NIXL's file; install --replace then keeps that newer one aside.
+    assert run([cli, "install", "--as", "OBJ", "--replace"], env=venv["env"]).returncode == 0
+    obj.write_bytes(nixls)
+    p = run([cli, "remove", "--as", "OBJ"], env=venv["env"])
+    assert p.returncode == 0 and "stale" in p.stdout and obj.read_bytes() == nixls, p.stdout + p.stderr
+    assert not obj.with_name(obj.name + ".before-nixl-daos").exists()
+
+
+def test_doctor_fails_a_plugin_of_ours_that_nixl_cannot_load(venv):
+    """What an old glibc or libstdc++ would do to the wheel's plugin (dlopen fails): NIXL lists
+    the file by its name and its Python API swallows the error; the doctor does not."""
+    ours = venv["plugins"] / "libplugin_DAOS.so"
+    saved = ours.read_bytes()
+    # Still ours (it says nd_plugin_version), but it needs a library this host does not have:
+    # dlopen fails as it would for a glibc or libstdc++ too old.
+    assert saved.count(b"libgcc_s.so.1\0") == 1
+    ours.write_bytes(saved.replace(b"libgcc_s.so.1\0", b"libgcc_x.so.1\0"))
+    try:
+        rc, out = doctor(venv)
+    finally:
+        ours.write_bytes(saved)
+    assert rc == 1, out
+    line = line_of(out, "NIXL loads it")
+    assert line.startswith("FAIL  ") and "does not load DAOS" in line and "libgcc_x.so.1" in line, out
 
 
 @pytest.mark.skipif(

@@ -39,12 +39,21 @@ def venv(tmp_path_factory):
     assert p.returncode == 0, p.stderr
     py = root / "bin" / "python"
     # --no-deps: nixl-cu12 declares torch, which DRAM and OBJ do not need; numpy its _api imports.
-    p = run([str(py), "-m", "pip", "install", "-q", "--no-deps", f"nixl-cu12=={NIXL_VERSION}", "numpy", str(wheels[0])])
+    # nixl-cu13 beside it, as NIXL's `nixl` meta package installs them (each has its own plugin
+    # directory; the wheel serves both).
+    nixls = [f"nixl-cu12=={NIXL_VERSION}", f"nixl-cu13=={NIXL_VERSION}"]
+    p = run([str(py), "-m", "pip", "install", "-q", "--no-deps", *nixls, "numpy", str(wheels[0])])
     assert p.returncode == 0, p.stdout + p.stderr
     env = {k: v for k, v in os.environ.items() if k not in ("NIXL_PLUGIN_DIR", "PYTHONPATH")}
     # A consumer starts in its own directory, not in this repository (whose python/ is not on its path).
     site = Path(run([str(py), "-c", "import site; print(site.getsitepackages()[0])"]).stdout.strip())
-    return {"py": py, "bin": root / "bin", "env": env, "plugins": site / ".nixl_cu12.mesonpy.libs" / "plugins"}
+    return {
+        "py": py,
+        "bin": root / "bin",
+        "env": env,
+        "plugins": site / ".nixl_cu12.mesonpy.libs" / "plugins",
+        "plugins13": site / ".nixl_cu13.mesonpy.libs" / "plugins",
+    }
 
 
 def doctor(venv, *args, env=None):
@@ -96,6 +105,22 @@ def test_the_readmes_quick_start_runs_from_the_wheel(venv):
     p = run([str(venv["py"]), str(daoskit.REPO / "examples" / "quickstart.py")], env=venv["env"], cwd="/")
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     assert "read back equal; queryMem: [{'size': '1048576'}]" in p.stdout, p.stdout
+
+
+def test_nixl_cu13_beside_cu12_gets_the_plugin_too(venv):
+    """The wheel's copy in nixl-cu13's directory; install and remove act on both directories."""
+    p = run([str(venv["py"]), "-c", ROUND_TRIP.replace("nixl_cu12", "nixl_cu13")], env=venv["env"], cwd="/")
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "same", p.stdout + p.stderr[-3000:]
+    rc, out = doctor(venv, "--nixl", "nixl_cu13")
+    assert rc == 0 and "nixl-cu13 1.5.1" in line_of(out, "NIXL"), out
+    cli = str(venv["bin"] / "nixl-daos")
+    assert run([cli, "install", "--as", "DAOS_OBJ"], env=venv["env"]).returncode == 0
+    both = [d / "libplugin_DAOS_OBJ.so" for d in (venv["plugins"], venv["plugins13"])]
+    assert all(f.is_file() for f in both), both
+    p = run([cli, "remove", "--as", "DAOS_OBJ", "--nixl", "nixl_cu13"], env=venv["env"])
+    assert p.returncode == 0 and both[0].is_file() and not both[1].exists(), p.stdout + p.stderr
+    assert run([cli, "remove", "--as", "DAOS_OBJ"], env=venv["env"]).returncode == 0
+    assert not any(f.exists() for f in both)
 
 
 def test_doctor_passes_a_healthy_setup_and_its_io(venv):

@@ -59,16 +59,19 @@ SO=$ROOT/target/package/wheel/libplugin_DAOS.so
 objcopy --strip-debug --add-gnu-debuglink=dist/libplugin_DAOS.so.debug "$BUILT" "$SO"
 
 # --- 2. what it needs to load -------------------------------------------------------------------
+# objdump prints a symbol's version in parentheses since binutils 2.35, bare before: both read.
 newest() { # $1: prefix (GLIBC_); the highest version of that prefix the plugin needs
-	objdump -T "$SO" | grep -o "($1[0-9.]*)" | tr -d '()' | sed "s/^$1//" | sort -uV | tail -1
+	objdump -T "$SO" | awk -v p="$1" '/\*UND\*/ {v = $(NF-1); gsub(/[()]/, "", v); if (index(v, p) == 1) print substr(v, length(p) + 1)}' |
+		grep -E '^[0-9][0-9.]*$' | sort -uV | tail -1
 }
 above() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" != "$2" ]; } # $1 > $2
 for pair in GLIBC_:$MAX_GLIBC GLIBCXX_:$MAX_GLIBCXX CXXABI_:$MAX_CXXABI GCC_:$MAX_GCC; do
 	prefix=${pair%%:*} max=${pair#*:}
 	got=$(newest "$prefix")
 	if [ -n "$got" ] && above "$got" "$max"; then
-		objdump -T "$SO" | grep -o "($prefix[0-9.]*) .*" | while read -r v sym; do
-			v=${v#"($prefix"} v=${v%)}
+		objdump -T "$SO" | awk '/\*UND\*/ {v = $(NF-1); gsub(/[()]/, "", v); print v, $NF}' | while read -r v sym; do
+			[[ $v == "$prefix"* ]] || continue
+			v=${v#"$prefix"}
 			if above "$v" "$max"; then echo "  $prefix$v $sym"; fi
 		done
 		die "the plugin needs $prefix$got, above the $prefix$max it must load with (symbols above)"
@@ -78,7 +81,7 @@ done
 # A symbol the plugin needs without a version: glibc 2.28's lists lack it (zig links a function
 # newer than them so), and the loader would refuse the plugin there. Only weak ones may be so
 # (Rust's std looks them up and falls back: gettid).
-unversioned=$(objdump -T "$SO" | awk '$0 ~ /\*UND\*/ && $0 !~ /\(/ && $2 != "w" {print $NF}')
+unversioned=$(objdump -T "$SO" | awk '/\*UND\*/ && $2 != "w" && $(NF-1) !~ /^\(?[A-Z][A-Za-z]*_[0-9][0-9.]*\)?$/ {print $NF}')
 [ -z "$unversioned" ] || die "the plugin needs symbols without a version, which glibc $MAX_GLIBC lacks: $unversioned"
 for lib in $(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 	case " $ALLOWED_NEEDED " in *" $lib "*) ;; *) die "the plugin needs $lib, which the manylinux_2_28 policy does not provide" ;; esac

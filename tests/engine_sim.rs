@@ -1502,6 +1502,9 @@ fn remove_keys_removes_every_chunk_and_nothing_else() {
     assert_eq!(back, fresh);
     assert_eq!(e.query_sizes(&keys[..1]).unwrap(), vec![Some(fresh.len() as u64)]);
     // Removing twice, or a key never written, is no error.
+    e.remove_keys(&keys[..1]).unwrap();
+    e.remove_keys(&keys[..1]).unwrap();
+    assert_eq!(e.query_sizes(&keys).unwrap(), vec![None, Some(5000)]);
     e.remove_keys(&[ObjectKey::from_registration(b"rm-never", 0)]).unwrap();
     drop(e);
 

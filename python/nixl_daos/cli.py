@@ -35,7 +35,8 @@ def plugin_dirs(args) -> list[Path]:
     """--plugin-dir, else the plugin directory of every NIXL wheel here (or of --nixl's)."""
     if args.plugin_dir:
         return [Path(args.plugin_dir)]
-    found = [n for n in nixlenv.find_nixl() if not args.nixl or n.package == args.nixl]
+    wanted = args.nixl.replace("-", "_") if args.nixl else None
+    found = [n for n in nixlenv.find_nixl() if not wanted or n.package == wanted]
     if not found:
         print(
             "nixl-daos: no NIXL wheel (nixl-cu12, nixl-cu13, nixl) in this environment"
@@ -44,7 +45,11 @@ def plugin_dirs(args) -> list[Path]:
             file=sys.stderr,
         )
         sys.exit(1)
-    return [n.plugin_dir for n in found]
+    # Each directory once: NIXL_PLUGIN_DIR is every wheel's directory when set.
+    dirs: dict[Path, Path] = {}
+    for n in found:
+        dirs.setdefault(n.plugin_dir.resolve(), n.plugin_dir)
+    return list(dirs.values())
 
 
 def checked_name(name: str) -> str:
@@ -55,7 +60,8 @@ def checked_name(name: str) -> str:
 
 def is_this_package(path: Path) -> bool:
     """The package's own copy (NIXL_PLUGIN_DIR or --plugin-dir may point at it): never a target."""
-    return path.exists() and PLUGIN.exists() and path.resolve() == PLUGIN.resolve()
+    # The file's own place, not what a symlink there points at (such a link may go).
+    return path.exists() and PLUGIN.exists() and path.parent.resolve() / path.name == PLUGIN.resolve()
 
 
 def install_into(directory: Path, name: str, replace: bool) -> int:
@@ -84,9 +90,14 @@ def install_into(directory: Path, name: str, replace: bool) -> int:
             os.fsync(out.fileno())
         os.chmod(tmp, 0o755)
         if other:
-            # A backup left from before is older than the plugin NIXL has there now (NIXL was
+            # Kept aside by a second name first (a hard link), so dest never goes missing. A
+            # backup left from before is older than the plugin NIXL has there now (NIXL was
             # reinstalled since): the newer one is what `remove` must put back.
-            os.replace(dest, backup)
+            if backup.exists():
+                print(f"replacing the older {backup.name} with the plugin there now")
+            link = f"{tmp}.keep"
+            os.link(dest, link)
+            os.replace(link, backup)
             print(f"kept {dest.name} as {backup}")
         os.replace(tmp, dest)
     except BaseException:
@@ -166,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ):
         s = sub.add_parser(name, help=text)
         s.add_argument("--as", dest="as_name", default="DAOS", metavar="NAME", help="backend name (default DAOS)")
-        s.add_argument("--plugin-dir", help="a NIXL plugin directory (default: every NIXL wheel's here)")
-        s.add_argument("--nixl", metavar="PACKAGE", help="only this NIXL wheel's (nixl_cu12, nixl_cu13)")
+        where_to = s.add_mutually_exclusive_group()
+        where_to.add_argument("--plugin-dir", help="a NIXL plugin directory (default: every NIXL wheel's here)")
+        where_to.add_argument("--nixl", metavar="PACKAGE", help="only this NIXL wheel's (nixl_cu12, nixl_cu13)")
         s.set_defaults(fn=fn)
         if name == "install":
             s.add_argument("--replace", action="store_true", help="replace another plugin of that name (kept aside)")

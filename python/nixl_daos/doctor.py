@@ -46,20 +46,25 @@ def worker(*args: str) -> tuple[dict | None, str]:
     failure) and its stderr."""
     # -P (3.11+): the current directory is not put first on the path, where a directory named
     # like a package (nixl_cu12/, nixl_daos/) would shadow the installed one.
+    # The package it runs from goes first instead (an installed one, or a source tree's).
     flags = ["-P"] if sys.version_info >= (3, 11) else []
+    here = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
     try:
         p = subprocess.run(
             [sys.executable, *flags, "-m", "nixl_daos.worker", *args],
             capture_output=True,
             text=True,
             timeout=WORKER_TIMEOUT_S,
+            env=env,
         )
     except subprocess.TimeoutExpired as e:
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         return None, f"{err[-2000:]}\nno answer in {WORKER_TIMEOUT_S} s"
     lines = p.stdout.strip().splitlines()
     if p.returncode != 0:
-        return None, f"{p.stderr}\nthe check's process exited with status {p.returncode}"
+        said = f" after answering {lines[-1][:300]}" if lines else ""
+        return None, f"{p.stderr}\nthe check's process exited with status {p.returncode}{said}"
     try:
         return (json.loads(lines[-1]) if lines else None), p.stderr
     except json.JSONDecodeError:
@@ -68,7 +73,11 @@ def worker(*args: str) -> tuple[dict | None, str]:
 
 def plugin_said(stderr: str, most: int = 3) -> str:
     """The plugin's and NIXL's error lines of a worker, the last few, for the report."""
-    picked = [ln.strip() for ln in stderr.splitlines() if " ERROR " in ln or re.match(r"E\d{4} ", ln)]
+    picked = [
+        ln.strip()
+        for ln in stderr.splitlines()
+        if " ERROR " in ln or re.match(r"E\d{4} ", ln) or ln.startswith(("the check's process", "no answer in"))
+    ]
     if not picked:
         picked = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-most:]
     return "\n      | ".join([""] + picked[-most:]) if picked else ""
@@ -138,7 +147,7 @@ def check_agent(r: Report, libdaos: str) -> bool:
     return False
 
 
-def process_config(name: str, default: str) -> Path | None:
+def process_config(name: str, default: str) -> tuple[Path, Path] | None:
     """The configuration file a running daos_agent/daos_server of this host was given (-o FILE,
     -oFILE, --config-path FILE or =FILE; relative to its working directory, inside its root),
     else the default path when it exists."""
@@ -156,26 +165,32 @@ def process_config(name: str, default: str) -> Path | None:
             elif a.startswith(("--config=", "--config-path=")):
                 given = a.split("=", 1)[1]
             elif a.startswith("-o") and len(a) > 2:
-                given = a[2:]
+                given = a[2:].removeprefix("=")
         if given:
+            # Seen through the process's own root and working directory (/proc/PID/root and
+            # cwd resolve in its mount namespace, a container's included); where this user may
+            # not look there, the path as given (relative: unknown).
+            proc = comm.parent
+            seen = proc / "root" / given.lstrip("/") if given.startswith("/") else proc / "cwd" / given
             try:
-                cwd, root = os.readlink(comm.parent / "cwd"), os.readlink(comm.parent / "root")
+                seen.stat()
+                return Path(given), seen
             except OSError:
-                cwd, root = "/", "/"
-            path = Path(cwd) / given  # an absolute `given` stays itself
-            if root != "/":  # a daos_agent in a container: its file as seen from here
-                return comm.parent / "root" / str(path).lstrip("/")
-            return path
-    return Path(default) if Path(default).exists() else None
+                return (Path(given), Path(given)) if given.startswith("/") else None
+    return (Path(default), Path(default)) if Path(default).exists() else None
 
 
 def read_config(name: str, default: str) -> tuple[Path | None, str | None]:
-    """process_config's file and its text (None where there is none or it cannot be read)."""
-    path = process_config(name, default)
+    """process_config's file, as its process names it, and its text (None where there is none or
+    it cannot be read)."""
+    found = process_config(name, default)
+    if found is None:
+        return None, None
+    shown, readable = found
     try:
-        return path, (path.read_text() if path else None)
+        return shown, readable.read_text()
     except OSError:
-        return path, None
+        return shown, None
 
 
 def without_comments(text: str) -> str:

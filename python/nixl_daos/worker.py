@@ -87,36 +87,47 @@ def cmd_io(package: str, params: dict, plugin: str) -> dict:
     _, a = agent(package)
     a.create_backend("DAOS", params)
     key = f"nixl-daos-doctor.{socket.gethostname()}.{os.getpid()}.{time.time_ns()}"
+    out = {"key": key}
+    try:
+        write_read_query(a, key, out)
+    except Exception as e:  # reported beside what the removal found, not lost with it
+        out["error"] = f"{type(e).__name__}: {e}"
+    # Whatever happened once the write could have been posted: the key may exist. evict=false
+    # whatever the user gave: the removing engine lives for one call.
+    try:
+        out["remove_error"] = remove_key(plugin, dict(params, evict="false"), key.encode())
+        out["size_after_remove"] = query_size(a, key)
+    except Exception as e:
+        out["remove_error"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def write_read_query(a, key: str, out: dict) -> None:
+    """Writes TEST_BYTES of random bytes to the key, reads them back and asks the key's size;
+    each step's outcome goes into `out`."""
     data = (ctypes.c_uint8 * TEST_BYTES).from_buffer_copy(os.urandom(TEST_BYTES))
     back = (ctypes.c_uint8 * TEST_BYTES)()
     addr = {id(data): ctypes.addressof(data), id(back): ctypes.addressof(back)}
     a.register_memory([(addr[id(data)], TEST_BYTES, 0, ""), (addr[id(back)], TEST_BYTES, 0, "")], "DRAM")
     a.register_memory([(0, TEST_BYTES, 0, key)], "OBJ", backends=["DAOS"])
-    out = {"key": key}
-    try:
-        for op, buf in (("WRITE", data), ("READ", back)):
-            h = a.initialize_xfer(
-                op,
-                a.get_xfer_descs([(addr[id(buf)], TEST_BYTES, 0)], "DRAM"),
-                a.get_xfer_descs([(0, TEST_BYTES, 0)], "OBJ"),
-                a.name,
-                backends=["DAOS"],
-            )
-            state = a.transfer(h)
-            deadline = time.monotonic() + 60
-            while state == "PROC" and time.monotonic() < deadline:
-                state = a.check_xfer_state(h)
-            a.release_xfer_handle(h)
-            out[op.lower()] = state
-            if state != "DONE":
-                return out
-        out["same"] = bytes(data) == bytes(back)
-        out["size"] = query_size(a, key)
-    finally:
-        # Whatever happened after the write was posted: the key may exist.
-        out["remove_error"] = remove_key(plugin, params, key.encode())
-        out["size_after_remove"] = query_size(a, key)
-    return out
+    for op, buf in (("WRITE", data), ("READ", back)):
+        h = a.initialize_xfer(
+            op,
+            a.get_xfer_descs([(addr[id(buf)], TEST_BYTES, 0)], "DRAM"),
+            a.get_xfer_descs([(0, TEST_BYTES, 0)], "OBJ"),
+            a.name,
+            backends=["DAOS"],
+        )
+        state = a.transfer(h)
+        deadline = time.monotonic() + 60
+        while state == "PROC" and time.monotonic() < deadline:
+            state = a.check_xfer_state(h)
+        a.release_xfer_handle(h)
+        out[op.lower()] = state
+        if state != "DONE":
+            return
+    out["same"] = bytes(data) == bytes(back)
+    out["size"] = query_size(a, key)
 
 
 def query_size(a, key: str) -> str | None:

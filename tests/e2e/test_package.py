@@ -162,6 +162,7 @@ def test_a_shadowing_plugin_is_named_and_install_keeps_it_apart(venv):
     other = plugins / "libplugin_POSIX.so"  # any plugin that is not ours, named DAOS
     shutil.copyfile(other, ours)
     cli = str(venv["bin"] / "nixl-daos")
+    cu12 = ["--nixl", "nixl_cu12"]  # the DAOS copy in nixl-cu13's directory is not part of this
     try:
         rc, out = doctor(venv)
         assert rc == 1, out
@@ -169,7 +170,7 @@ def test_a_shadowing_plugin_is_named_and_install_keeps_it_apart(venv):
         assert line.startswith("FAIL  ") and "another plugin named DAOS" in line, out
         assert "nixl-daos install --as DAOS_OBJ" in line, out
         # install refuses to overwrite it; under another name it goes beside it.
-        p = run([cli, "install"], env=venv["env"])
+        p = run([cli, "install", *cu12], env=venv["env"])
         assert p.returncode == 1 and "--replace" in p.stderr, p.stdout + p.stderr
         assert ours.read_bytes() == other.read_bytes()
         p = run([cli, "install", "--as", "DAOS_OBJ"], env=venv["env"])
@@ -183,13 +184,13 @@ def test_a_shadowing_plugin_is_named_and_install_keeps_it_apart(venv):
         assert run([cli, "remove", "--as", "DAOS_OBJ"], env=venv["env"]).returncode == 0
         assert not (plugins / "libplugin_DAOS_OBJ.so").exists()
         # --replace keeps the other aside; remove puts it back.
-        p = run([cli, "install", "--replace"], env=venv["env"])
+        p = run([cli, "install", "--replace", *cu12], env=venv["env"])
         assert p.returncode == 0 and ours.read_bytes() == saved, p.stdout + p.stderr
         assert (plugins / "libplugin_DAOS.so.before-nixl-daos").read_bytes() == other.read_bytes()
-        p = run([cli, "remove"], env=venv["env"])
+        p = run([cli, "remove", *cu12], env=venv["env"])
         assert p.returncode == 0 and ours.read_bytes() == other.read_bytes(), p.stdout + p.stderr
         # remove never deletes a plugin that is not ours.
-        p = run([cli, "remove"], env=venv["env"])
+        p = run([cli, "remove", *cu12], env=venv["env"])
         assert p.returncode == 1 and ours.exists(), p.stdout + p.stderr
         p = run([cli, "install", "--as", "no/slash"], env=venv["env"])
         assert p.returncode == 2 and "letters, digits" in p.stderr, p.stdout + p.stderr

@@ -53,10 +53,11 @@ def check(r: dict, last_third: float = 0.95) -> None:
     assert r["wrong"] == 0, f"reads returned wrong bytes: {r}"
     assert r["mismatch"] == 0, f"misses that queryMem still reports: {r}"
     assert r["present"] > 0, r
-    # The newest keys were written last and eviction takes the oldest first: most are there.
-    # 75%: on a loaded 2-core machine one run kept 60 of 76 (eviction overshoots while DAOS is
-    # slow to give punched space back); wrong bytes and stale queryMem answers stay at zero.
-    assert r["recent_present"] >= 0.75 * r["recent_of"], f"recent keys evicted: {r}"
+    # The newest keys were written last and eviction takes the oldest first: most of those
+    # whose write succeeded are there (a write refused for space is the last-third bar's
+    # business, above). 75%: one run on a loaded 2-core machine kept 60 of 76 newest keys, how
+    # many of them written not recorded then; wrong bytes and stale queryMem answers stay at zero.
+    assert r["recent_present"] >= 0.75 * r["recent_written"], f"recent keys evicted: {r}"
 
 
 def test_one_process_fills_the_pool_three_times(nixl_env):

@@ -5,16 +5,21 @@ tests on a real engine (tests/e2e/test_real_evict.py), also a benchmark of write
 active against the same writes into the still-empty pool (first third against last third).
 
 argv: key prefix, keys, bytes per key, requests in flight, read back (0/1); backend parameters
-as JSON in NIXL_DAOS_FILL_PARAMS (default: none, the plugin's defaults). Prints one JSON line:
-writes attempted and succeeded (per third), GB/s per third, then, when reading back, keys
-present (every byte verified), missing (a clean miss: the read failed and queryMem says None),
-wrong (a read that succeeded with other bytes: must be 0), mismatches (a miss that queryMem
-still reports), and how many of the newest 5% of keys were written and are present."""
+as JSON in NIXL_DAOS_FILL_PARAMS (default: none, the plugin's defaults). With
+NIXL_DAOS_FILL_BARRIER=DIR:COUNT, the read-back waits until COUNT writers have finished writing
+(each leaves a file in DIR), so that what a reader finds is judged after every write.
+Prints one JSON line: writes attempted and succeeded (per third), GB/s per third, then, when
+reading back, keys present (every byte verified), missing (a clean miss: the read failed and
+queryMem says None), wrong (a read that succeeded with other bytes: must be 0), mismatches (a
+miss that queryMem still reports), how many of the newest 5% of keys were written and are
+present, and per key the wall-clock time its write succeeded (null if it failed) and whether it
+read back right (`written_at`, `present_at`), for judging recency across processes."""
 
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,6 +47,7 @@ for s in slots:
 devs = [a.reg_obj(f"{prefix}/{i}", size) for i in range(n)]
 ok = [False] * n
 done_at = [0.0] * n
+written_at = [None] * n  # wall clock, comparable across processes
 inflight = []  # (key index, handle, state)
 t0 = time.monotonic()
 
@@ -50,6 +56,7 @@ def settle(j: int, h, st) -> None:
     try:
         a.wait(h, st, timeout=120)
         ok[j] = True
+        written_at[j] = time.time()
     except daoskit.backend_error():
         pass
     finally:
@@ -76,7 +83,17 @@ for lo, hi in thirds:
     secs = max(done_at[hi - 1] - start, 1e-9)
     gbps.append(sum(ok[lo:hi]) * size / secs / 1e9)
 out["gbps_by_third"] = gbps
+barrier = os.environ.get("NIXL_DAOS_FILL_BARRIER")
+if barrier:
+    where, count = barrier.rsplit(":", 1)
+    (Path(where) / prefix.replace("/", "_")).touch()
+    deadline = time.monotonic() + 600
+    while len(list(Path(where).iterdir())) < int(count):
+        if time.monotonic() > deadline:
+            sys.exit(f"the other writers did not finish within 600 s ({where})")
+        time.sleep(0.2)
 if read_back == "1":
+    present_at = [False] * n
     present = missing = wrong = mismatch = recent = 0
     recent_from = n - max(n // 20, 1)  # the newest 5%: eviction takes the oldest first
     got = slots[0]
@@ -94,6 +111,7 @@ if read_back == "1":
         content(i, want)
         if np.array_equal(got, want):
             present += 1
+            present_at[i] = True
             recent += i >= recent_from
         else:
             wrong += 1
@@ -103,5 +121,6 @@ if read_back == "1":
     # Of those, the ones whose WRITE succeeded: a write refused for space while eviction caught
     # up is no eviction's doing.
     out.update(recent_present=recent, recent_of=n - recent_from, recent_written=sum(ok[recent_from:]))
+    out.update(written_at=written_at, present_at=present_at)
 a.close()
 print(json.dumps(out))

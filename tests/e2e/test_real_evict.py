@@ -29,25 +29,48 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def fill(prefix: str, n: int, window: int = 16):
-    return subprocess.Popen(
-        [sys.executable, str(HERE / "evict_fill.py"), prefix, str(n), str(SIZE), str(window), "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "DAOS_POOL": os.environ["NIXL_DAOS_EVICT_POOL"]},
-    )
+def fill(prefix: str, n: int, logs: Path, window: int = 16, barrier: str | None = None):
+    env = {**os.environ, "DAOS_POOL": os.environ["NIXL_DAOS_EVICT_POOL"]}
+    if barrier:
+        env["NIXL_DAOS_FILL_BARRIER"] = barrier
+    # stderr to a file: a writer blocked on a full pipe that nobody reads yet would never reach
+    # the barrier the other waits at.
+    with open(logs / f"{prefix}.stderr", "w") as err:
+        p = subprocess.Popen(
+            [sys.executable, str(HERE / "evict_fill.py"), prefix, str(n), str(SIZE), str(window), "1"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+        )
+    p.stderr_path = logs / f"{prefix}.stderr"
+    return p
+
+
+def brief(r: dict) -> dict:
+    """The result without its per-key lists."""
+    return {k: v for k, v in r.items() if k not in ("written_at", "present_at")}
 
 
 def result(p: subprocess.Popen) -> dict:
-    out, err = p.communicate(timeout=1500)
+    out, _ = p.communicate(timeout=1500)
+    err = p.stderr_path.read_text(errors="replace")
     assert p.returncode == 0, f"exit {p.returncode}\n{out[-2000:]}\n{err[-4000:]}"
     r = json.loads(out.strip().splitlines()[-1])
-    print(json.dumps(r))
+    print(json.dumps(brief(r)))
     return r
 
 
-def check(r: dict, last_third: float = 0.95) -> None:
+def newest_written_present(rs: list[dict]) -> tuple[int, int]:
+    """Of the newest 5% of all keys the writers attempted, taken by the time their write
+    succeeded across every process: how many were written, and how many read back right."""
+    written = sorted((t, p) for r in rs for t, p in zip(r["written_at"], r["present_at"], strict=True) if t is not None)
+    newest = written[-max(sum(r["attempted"] for r in rs) // 20, 1) :]
+    return len(newest), sum(p for _, p in newest)
+
+
+def check(r: dict, last_third: float = 0.95, recent: bool = True) -> None:
+    r = brief(r)
     last_ok, last_n = r["succeeded_by_third"][2], r["attempted_by_third"][2]
     assert last_ok >= last_third * last_n, f"{last_ok} of {last_n} writes of the last third succeeded: {r}"
     assert r["wrong"] == 0, f"reads returned wrong bytes: {r}"
@@ -57,23 +80,35 @@ def check(r: dict, last_third: float = 0.95) -> None:
     # whose write succeeded are there (a write refused for space is the last-third bar's
     # business, above). 75%: one run on a loaded 2-core machine kept 60 of 76 newest keys, how
     # many of them written not recorded then; wrong bytes and stale queryMem answers stay at zero.
-    assert r["recent_present"] >= 0.75 * r["recent_written"], f"recent keys evicted: {r}"
+    if recent:
+        assert r["recent_present"] >= 0.75 * r["recent_written"], f"recent keys evicted: {r}"
 
 
-def test_one_process_fills_the_pool_three_times(nixl_env):
+def test_one_process_fills_the_pool_three_times(nixl_env, tmp_path):
     n = 3 * POOL_BYTES // SIZE
-    r = result(fill(f"evict1-{uuid.uuid4().hex[:8]}", n))
+    r = result(fill(f"evict1-{uuid.uuid4().hex[:8]}", n, tmp_path))
     check(r)
     assert r["missing"] > 0, f"nothing was evicted from a pool written three times over: {r}"
 
 
-def test_two_processes_fill_the_pool_at_once(nixl_env):
+def test_two_processes_fill_the_pool_at_once(nixl_env, tmp_path):
     n = 3 * POOL_BYTES // SIZE // 2
-    ps = [fill(f"evict2{c}-{uuid.uuid4().hex[:8]}", n, window=8) for c in "ab"]
+    (tmp_path / "written").mkdir()
+    barrier = f"{tmp_path / 'written'}:2"
+    ps = [fill(f"evict2{c}-{uuid.uuid4().hex[:8]}", n, tmp_path, window=8, barrier=barrier) for c in "ab"]
     rs = [result(p) for p in ps]
     for r in rs:
         # Two writers outrun eviction more often: in one run on 2026-12-06 the two had 254 and
         # 217 of 256 writes of their last third succeed (217 a finding, not yet explained; a run
         # before it passed at 95%). The bar still fails an evictor that stalls.
-        check(r, last_third=0.8)
-    assert sum(r["missing"] for r in rs) > 0, rs
+        # Which keys are newest is a question for both writers together: the one that finishes
+        # first has its last keys aged by the other's later writes, and eviction rightly takes
+        # them (one run on 2026-12-07 kept 27 of the first finisher's newest 38, 90 s before the
+        # other finished). So each process's own newest keys are not judged alone.
+        check(r, last_third=0.8, recent=False)
+    written, present = newest_written_present(rs)
+    print(json.dumps({"newest_of_both_written": written, "newest_of_both_present": present}))
+    assert present >= 0.75 * written, (
+        f"of the newest keys of both writers, {present} of {written} read back: {[brief(r) for r in rs]}"
+    )
+    assert sum(r["missing"] for r in rs) > 0, [brief(r) for r in rs]

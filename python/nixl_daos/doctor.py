@@ -102,11 +102,17 @@ def check_libdaos(r: Report, params: dict) -> str | None:
     try:
         get = lib.daos_version_get
     except AttributeError:
-        r.fail("libdaos", f"{path} has no daos_version_get: not a DAOS 2.x libdaos", "install the DAOS 2.8 client")
+        r.fail(
+            "libdaos",
+            f"{path} has no daos_version_get: DAOS 2.6.0 or older, or not libdaos",
+            "install the DAOS 2.8 client",
+        )
         return None
     major, minor, fix = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     get(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(fix))
     version = f"{major.value}.{minor.value}.{fix.value}"
+    if (major.value, minor.value) == (2, 7):  # what DAOS 2.6.1 to 2.6.5 report
+        version += " (DAOS 2.6: see docs/install.md, 'Which DAOS client')"
     if (major.value, minor.value) == SUPPORTED_DAOS:
         r.ok("libdaos", f"{path}, DAOS client API {version} (supported)")
     elif os.environ.get("NIXL_DAOS_ALLOW_UNTESTED_DAOS") == "1":

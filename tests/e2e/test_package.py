@@ -155,6 +155,23 @@ def test_doctor_names_a_missing_libdaos(venv):
     assert line.startswith("FAIL  ") and "NIXL_DAOS_LIBDAOS" in line, out
 
 
+@pytest.mark.skipif(daoskit.TESTBED, reason="daos-sim reports the release DAOS_SIM_VERSION names")
+@pytest.mark.parametrize("allow", [False, True])
+def test_doctor_names_a_daos_release_this_build_refuses(venv, allow):
+    """A libdaos of client API 2.7.0, as DAOS 2.6.1 to 2.6.5 report: a failure naming DAOS 2.6
+    and the override; with the override a warning, and the run passes."""
+    env = dict(venv["env"], DAOS_SIM_VERSION="2.7.0")
+    if allow:
+        env["NIXL_DAOS_ALLOW_UNTESTED_DAOS"] = "1"
+    rc, out = doctor(venv, env=env)
+    line = line_of(out, "libdaos")
+    assert "DAOS client API 2.7.0 (DAOS 2.6" in line, out
+    if allow:
+        assert rc == 0 and line.startswith("warn  ") and "NIXL_DAOS_ALLOW_UNTESTED_DAOS=1" in line, out
+    else:
+        assert rc == 1 and line.startswith("FAIL  ") and "set NIXL_DAOS_ALLOW_UNTESTED_DAOS=1" in line, out
+
+
 def test_a_shadowing_plugin_is_named_and_install_keeps_it_apart(venv):
     plugins = venv["plugins"]
     ours = plugins / "libplugin_DAOS.so"

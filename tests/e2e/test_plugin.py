@@ -102,7 +102,7 @@ def test_create_container_creates_a_missing_container(make_agent):
 VERSION_PROBE = """
 import daoskit
 daoskit.prepare_environment()
-daoskit.Sim().control("version 2.6.1")
+daoskit.Sim().control("version 2.7.0")
 from nixl_cu12._api import nixl_agent, nixl_agent_config
 agent = nixl_agent("version", nixl_agent_config(backends=[]))
 try:
@@ -116,9 +116,10 @@ except Exception as e:
 @pytest.mark.skipif(daoskit.TESTBED, reason="needs daos-sim's version control")
 @pytest.mark.parametrize("allow", [False, True])
 def test_a_libdaos_of_another_release_is_refused_unless_allowed(allow):
-    """A libdaos whose client API is not 2.8 (daos-sim reporting 2.6.1): create_backend is
-    refused with a line naming both releases and the override; with the override it is used,
-    with a warning. In a fresh process: a library is checked when it is first loaded."""
+    """A libdaos whose client API is not 2.8 (daos-sim reporting 2.7.0, as DAOS 2.6.1 to 2.6.5
+    do): create_backend is refused with a line naming both releases and the override; with the
+    override it is used, with a warning that says how to create containers on DAOS 2.6. In a
+    fresh process: a library is checked when it is first loaded."""
 
     env = dict(os.environ)
     env.pop("NIXL_DAOS_ALLOW_UNTESTED_DAOS", None)
@@ -134,8 +135,9 @@ def test_a_libdaos_of_another_release_is_refused_unless_allowed(allow):
     )
     assert p.returncode == 0, p.stderr[-3000:]
     said = p.stdout.strip().splitlines()[-1]
-    assert "DAOS client API 2.6.1" in p.stderr and "DAOS 2.8" in p.stderr, p.stderr[-3000:]
+    assert "DAOS client API 2.7.0 (DAOS 2.6)" in p.stderr and "DAOS 2.8" in p.stderr, p.stderr[-3000:]
     if allow:
         assert said == "created" and "used anyway because NIXL_DAOS_ALLOW_UNTESTED_DAOS=1" in p.stderr, p.stderr[-3000:]
+        assert "rather than create_container=true" in p.stderr, p.stderr[-3000:]
     else:
         assert said.startswith("refused") and "set NIXL_DAOS_ALLOW_UNTESTED_DAOS=1" in p.stderr, p.stderr[-3000:]

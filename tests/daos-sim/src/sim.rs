@@ -282,8 +282,21 @@ fn parse_der(s: &str) -> Option<c_int> {
 /// read-write container opens only (an ACL entry with `r` alone), `deny pool_write` read-write
 /// pool connects only; `deny off` ends them all.
 pub static DENY_CONNECT: AtomicBool = AtomicBool::new(false);
-/// What `daos_version_get` reports (`version M.m.f`).
-pub static VERSION: parking_lot::Mutex<[c_int; 3]> = parking_lot::Mutex::new([2, 8, 0]);
+/// What `daos_version_get` reports: `DAOS_SIM_VERSION` when set (read at the first call, which
+/// needs no `daos_init`, so that a process that only asks, as `nixl-daos doctor` does, can be
+/// shown another release), else 2.8.0; the control `version M.m.f` sets it.
+pub static VERSION: std::sync::LazyLock<parking_lot::Mutex<[c_int; 3]>> = std::sync::LazyLock::new(|| {
+    let v = std::env::var("DAOS_SIM_VERSION").ok().and_then(|v| parse_version(&v));
+    parking_lot::Mutex::new(v.unwrap_or([2, 8, 0]))
+});
+
+fn parse_version(v: &str) -> Option<[c_int; 3]> {
+    let parts: Vec<Option<c_int>> = v.trim().split('.').map(|p| p.parse().ok()).collect();
+    match parts.as_slice() {
+        [Some(a), Some(b), Some(c)] => Some([*a, *b, *c]),
+        _ => None,
+    }
+}
 pub static DENY_OPEN: AtomicBool = AtomicBool::new(false);
 pub static DENY_WRITE: AtomicBool = AtomicBool::new(false);
 pub static DENY_POOL_WRITE: AtomicBool = AtomicBool::new(false);
@@ -355,16 +368,13 @@ pub fn control(cmd: &str) -> c_int {
             STATS.reset();
             true
         }
-        ["version", v] => {
-            let parts: Vec<Option<c_int>> = v.split('.').map(|p| p.parse().ok()).collect();
-            match parts.as_slice() {
-                [Some(a), Some(b), Some(c)] => {
-                    *VERSION.lock() = [*a, *b, *c];
-                    true
-                }
-                _ => false,
+        ["version", v] => match parse_version(v) {
+            Some(version) => {
+                *VERSION.lock() = version;
+                true
             }
-        }
+            None => false,
+        },
         ["reset_data"] => {
             global().store.reset_data();
             true

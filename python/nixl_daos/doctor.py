@@ -111,8 +111,9 @@ def check_libdaos(r: Report, params: dict) -> str | None:
     major, minor, fix = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     get(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(fix))
     version = f"{major.value}.{minor.value}.{fix.value}"
-    if (major.value, minor.value) == (2, 7):  # what DAOS 2.6.1 to 2.6.5 report
-        version += " (DAOS 2.6: see docs/install.md, 'Which DAOS client')"
+    daos26 = (major.value, minor.value) == (2, 7)
+    if daos26:
+        version += " (as DAOS 2.6.1 to 2.6.5 report)"
     if (major.value, minor.value) == SUPPORTED_DAOS:
         r.ok("libdaos", f"{path}, DAOS client API {version} (supported)")
     elif os.environ.get("NIXL_DAOS_ALLOW_UNTESTED_DAOS") == "1":
@@ -120,7 +121,13 @@ def check_libdaos(r: Report, params: dict) -> str | None:
             "libdaos",
             f"{path} is DAOS client API {version}; this build is made for 2.8 and uses it only because "
             "NIXL_DAOS_ALLOW_UNTESTED_DAOS=1",
-            "install the DAOS 2.8 client",
+            "install the DAOS 2.8 client"
+            + (
+                "; until then create containers with `daos cont create`, not create_container=true (DAOS 2.6's "
+                "asynchronous container create can read freed memory when it is retried)"
+                if daos26
+                else ""
+            ),
         )
     else:
         r.fail(

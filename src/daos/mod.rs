@@ -106,11 +106,11 @@ fn client_api_version(path: &str) -> Option<(i32, i32, i32)> {
 /// `ALLOW_DAOS_ENV` says to go on.
 fn check_version(path: &str, version: Option<(i32, i32, i32)>) -> Result<(), Error> {
     let (want_major, want_minor) = SUPPORTED_DAOS;
-    // DAOS 2.6.1 to 2.6.5 report client API 2.7.0 (so did 2.4, which lacks the call); 2.6.0
-    // and everything older have no daos_version_get.
+    // DAOS 2.6.1 to 2.6.5 report client API 2.7.0; 2.6.0 and every older release have no
+    // daos_version_get.
     let found = match version {
         Some((major, minor, _)) if (major, minor) == SUPPORTED_DAOS => return Ok(()),
-        Some((2, 7, fix)) => format!("DAOS client API 2.7.{fix} (DAOS 2.6)"),
+        Some((2, 7, fix)) => format!("DAOS client API 2.7.{fix} (as DAOS 2.6.1 to 2.6.5 report)"),
         Some((major, minor, fix)) => format!("DAOS client API {major}.{minor}.{fix}"),
         None => "a library without daos_version_get (DAOS 2.6.0 or older, or not libdaos)".to_string(),
     };
@@ -118,11 +118,17 @@ fn check_version(path: &str, version: Option<(i32, i32, i32)>) -> Result<(), Err
         // The one behaviour of DAOS 2.6 known to matter here (its headers declare every call
         // and structure this plugin uses as 2.8 does): an asynchronous container create frees
         // its property list early, and a retried create task reads it after it was freed.
-        let caveat = if matches!(version, Some((2, 7, _))) {
-            "; create its containers with `daos cont create` rather than create_container=true (DAOS 2.6's \
-             asynchronous container create can read freed memory when it is retried)"
-        } else {
-            ""
+        let caveat = match version {
+            Some((2, 7, _)) => {
+                "; create its containers with `daos cont create` rather than create_container=true (DAOS 2.6's \
+                 asynchronous container create can read freed memory when it is retried)"
+            }
+            None => {
+                "; if it is DAOS 2.6.0 or older, create its containers with `daos cont create` rather than \
+                 create_container=true (DAOS 2.6's asynchronous container create can read freed memory when it is \
+                 retried)"
+            }
+            Some(_) => "",
         };
         tracing::warn!(
             "DAOS backend: {path} is {found}, not the DAOS {want_major}.{want_minor} this plugin is built for; used \
@@ -863,7 +869,7 @@ mod tests {
         assert!(check_version("libdaos.so.2", Some((2, 8, 0))).is_ok());
         assert!(check_version("libdaos.so.2", Some((2, 8, 3))).is_ok());
         for (v, says) in [
-            (Some((2, 7, 0)), "DAOS client API 2.7.0 (DAOS 2.6)"),
+            (Some((2, 7, 0)), "DAOS client API 2.7.0 (as DAOS 2.6.1 to 2.6.5 report)"),
             (Some((3, 0, 0)), "DAOS client API 3.0.0"),
             (None, "without daos_version_get (DAOS 2.6.0 or older"),
         ] {

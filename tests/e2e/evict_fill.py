@@ -12,8 +12,9 @@ Prints one JSON line: writes attempted and succeeded (per third), GB/s per third
 reading back, keys present (every byte verified), missing (a clean miss: the read failed and
 queryMem says None), wrong (a read that succeeded with other bytes: must be 0), mismatches (a
 miss that queryMem still reports), how many of the newest 5% of keys were written and are
-present, and per key the wall-clock time its write succeeded (null if it failed) and whether it
-read back right (`written_at`, `present_at`), for judging recency across processes."""
+present, and per key when its write succeeded (CLOCK_MONOTONIC, the same clock in every process
+of the host; null if it failed) and whether it read back right (`written_at`, `present_at`), for
+judging recency across processes."""
 
 import json
 import os
@@ -47,7 +48,7 @@ for s in slots:
 devs = [a.reg_obj(f"{prefix}/{i}", size) for i in range(n)]
 ok = [False] * n
 done_at = [0.0] * n
-written_at = [None] * n  # wall clock, comparable across processes
+written_at = [None] * n  # CLOCK_MONOTONIC: one clock for every process of the host, never stepped
 inflight = []  # (key index, handle, state)
 t0 = time.monotonic()
 
@@ -56,7 +57,7 @@ def settle(j: int, h, st) -> None:
     try:
         a.wait(h, st, timeout=120)
         ok[j] = True
-        written_at[j] = time.time()
+        written_at[j] = time.monotonic()
     except daoskit.backend_error():
         pass
     finally:
@@ -64,15 +65,28 @@ def settle(j: int, h, st) -> None:
         done_at[j] = time.monotonic() - t0
 
 
-for i in range(n):
-    slot = i % window
-    if len(inflight) == window:
-        settle(*inflight.pop(0))
-    content(i, slots[slot])
-    h, st = a.post("WRITE", [(daoskit.addr(slots[slot]), size, 0)], [(0, size, devs[i])])
-    inflight.append((i, h, st))
-for j, h, st in inflight:
-    settle(j, h, st)
+barrier = os.environ.get("NIXL_DAOS_FILL_BARRIER")
+
+
+def arrive() -> None:
+    """This writer has finished writing (or failed): the others need not wait for it."""
+    if barrier:
+        where = barrier.rsplit(":", 1)[0]
+        (Path(where) / prefix.replace("/", "_")).touch()
+
+
+try:
+    for i in range(n):
+        slot = i % window
+        if len(inflight) == window:
+            settle(*inflight.pop(0))
+        content(i, slots[slot])
+        h, st = a.post("WRITE", [(daoskit.addr(slots[slot]), size, 0)], [(0, size, devs[i])])
+        inflight.append((i, h, st))
+    for j, h, st in inflight:
+        settle(j, h, st)
+finally:
+    arrive()
 thirds = [(0, n // 3), (n // 3, 2 * n // 3), (2 * n // 3, n)]
 out = {"attempted": n, "succeeded": sum(ok), "seconds": time.monotonic() - t0}
 out["succeeded_by_third"] = [sum(ok[lo:hi]) for lo, hi in thirds]
@@ -83,10 +97,8 @@ for lo, hi in thirds:
     secs = max(done_at[hi - 1] - start, 1e-9)
     gbps.append(sum(ok[lo:hi]) * size / secs / 1e9)
 out["gbps_by_third"] = gbps
-barrier = os.environ.get("NIXL_DAOS_FILL_BARRIER")
 if barrier:
     where, count = barrier.rsplit(":", 1)
-    (Path(where) / prefix.replace("/", "_")).touch()
     deadline = time.monotonic() + 600
     while len(list(Path(where).iterdir())) < int(count):
         if time.monotonic() > deadline:

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -30,20 +31,20 @@ pytestmark = pytest.mark.skipif(
 
 
 def fill(prefix: str, n: int, logs: Path, window: int = 16, barrier: str | None = None):
+    """A writer process, its output and errors going to files in `logs`: no pipe that nobody
+    reads can hold one writer back while another waits for it at the barrier."""
     env = {**os.environ, "DAOS_POOL": os.environ["NIXL_DAOS_EVICT_POOL"]}
     if barrier:
         env["NIXL_DAOS_FILL_BARRIER"] = barrier
-    # stderr to a file: a writer blocked on a full pipe that nobody reads yet would never reach
-    # the barrier the other waits at.
-    with open(logs / f"{prefix}.stderr", "w") as err:
+    with open(logs / f"{prefix}.stdout", "w") as out, open(logs / f"{prefix}.stderr", "w") as err:
         p = subprocess.Popen(
             [sys.executable, str(HERE / "evict_fill.py"), prefix, str(n), str(SIZE), str(window), "1"],
-            stdout=subprocess.PIPE,
+            stdout=out,
             stderr=err,
             text=True,
             env=env,
         )
-    p.stderr_path = logs / f"{prefix}.stderr"
+    p.logs = (logs / f"{prefix}.stdout", logs / f"{prefix}.stderr")
     return p
 
 
@@ -52,13 +53,35 @@ def brief(r: dict) -> dict:
     return {k: v for k, v in r.items() if k not in ("written_at", "present_at")}
 
 
-def result(p: subprocess.Popen) -> dict:
-    out, _ = p.communicate(timeout=1500)
-    err = p.stderr_path.read_text(errors="replace")
-    assert p.returncode == 0, f"exit {p.returncode}\n{out[-2000:]}\n{err[-4000:]}"
-    r = json.loads(out.strip().splitlines()[-1])
-    print(json.dumps(brief(r)))
-    return r
+def results(ps: list[subprocess.Popen], timeout: float = 1200) -> list[dict]:
+    """Every writer's result. Waits for all of them under one deadline (below ci/test.sh's
+    1800 s kill of the whole file); when one fails or the time is up, the others are killed and
+    every writer's output is in the failure, since the cause may be in another's than the
+    first to fail."""
+
+    def tails() -> str:
+        return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-3000:]}" for p in ps for f in p.logs)
+
+    deadline = time.monotonic() + timeout
+    try:
+        # Every writer polled each round (any() would stop at the first one still running).
+        while [p.poll() for p in ps].count(None):
+            failed = [p for p in ps if p.returncode not in (None, 0)]
+            assert not failed, f"a writer exited with {failed[0].returncode}\n{tails()}"
+            assert time.monotonic() < deadline, f"the writers did not finish within {timeout:.0f} s\n{tails()}"
+            time.sleep(1)
+        assert all(p.returncode == 0 for p in ps), f"exits {[p.returncode for p in ps]}\n{tails()}"
+    finally:
+        for p in ps:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    rs = []
+    for p in ps:
+        r = json.loads(p.logs[0].read_text().strip().splitlines()[-1])
+        print(json.dumps(brief(r)))
+        rs.append(r)
+    return rs
 
 
 def newest_written_present(rs: list[dict]) -> tuple[int, int]:
@@ -86,7 +109,7 @@ def check(r: dict, last_third: float = 0.95, recent: bool = True) -> None:
 
 def test_one_process_fills_the_pool_three_times(nixl_env, tmp_path):
     n = 3 * POOL_BYTES // SIZE
-    r = result(fill(f"evict1-{uuid.uuid4().hex[:8]}", n, tmp_path))
+    (r,) = results([fill(f"evict1-{uuid.uuid4().hex[:8]}", n, tmp_path)])
     check(r)
     assert r["missing"] > 0, f"nothing was evicted from a pool written three times over: {r}"
 
@@ -96,7 +119,7 @@ def test_two_processes_fill_the_pool_at_once(nixl_env, tmp_path):
     (tmp_path / "written").mkdir()
     barrier = f"{tmp_path / 'written'}:2"
     ps = [fill(f"evict2{c}-{uuid.uuid4().hex[:8]}", n, tmp_path, window=8, barrier=barrier) for c in "ab"]
-    rs = [result(p) for p in ps]
+    rs = results(ps)
     for r in rs:
         # Two writers outrun eviction more often: in one run on 2026-12-06 the two had 254 and
         # 217 of 256 writes of their last third succeed (217 a finding, not yet explained; a run

@@ -77,8 +77,9 @@ fn initialized() -> bool {
 }
 
 /// The client API version, as libdaos reports it (`int daos_version_get(int *major, int
-/// *minor, int *fix)`): DAOS 2.8.0's unless `version M.m.f` (`sim::control`) set another, so that
-/// the plugin's refusal of other releases can be tested.
+/// *minor, int *fix)`): DAOS 2.8.0's unless `DAOS_SIM_VERSION` or the control `version M.m.f`
+/// (`sim::control`) set another, so that the plugin's and the doctor's refusal of other releases
+/// can be tested.
 ///
 /// # Safety
 /// Non-null pointers are valid for writes.

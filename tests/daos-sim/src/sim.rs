@@ -286,7 +286,13 @@ pub static DENY_CONNECT: AtomicBool = AtomicBool::new(false);
 /// needs no `daos_init`, so that a process that only asks, as `nixl-daos doctor` does, can be
 /// shown another release), else 2.8.0; the control `version M.m.f` sets it.
 pub static VERSION: std::sync::LazyLock<parking_lot::Mutex<[c_int; 3]>> = std::sync::LazyLock::new(|| {
-    let v = std::env::var("DAOS_SIM_VERSION").ok().and_then(|v| parse_version(&v));
+    let v = std::env::var("DAOS_SIM_VERSION").ok().and_then(|v| {
+        let parsed = parse_version(&v);
+        if parsed.is_none() {
+            eprintln!("daos-sim: DAOS_SIM_VERSION={v:?} is not M.m.f; reporting 2.8.0");
+        }
+        parsed
+    });
     parking_lot::Mutex::new(v.unwrap_or([2, 8, 0]))
 });
 

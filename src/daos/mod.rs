@@ -118,17 +118,12 @@ fn check_version(path: &str, version: Option<(i32, i32, i32)>) -> Result<(), Err
         // The one behaviour of DAOS 2.6 known to matter here (its headers declare every call
         // and structure this plugin uses as 2.8 does): an asynchronous container create frees
         // its property list early, and a retried create task reads it after it was freed.
+        const CREATE: &str = "create its containers with `daos cont create` rather than create_container=true \
+                              (DAOS 2.6's asynchronous container create can read freed memory when it is retried)";
         let caveat = match version {
-            Some((2, 7, _)) => {
-                "; create its containers with `daos cont create` rather than create_container=true (DAOS 2.6's \
-                 asynchronous container create can read freed memory when it is retried)"
-            }
-            None => {
-                "; if it is DAOS 2.6.0 or older, create its containers with `daos cont create` rather than \
-                 create_container=true (DAOS 2.6's asynchronous container create can read freed memory when it is \
-                 retried)"
-            }
-            Some(_) => "",
+            Some((2, 7, _)) => format!("; {CREATE}"),
+            None => format!("; if it is DAOS 2.6.0 or older, {CREATE}"),
+            Some(_) => String::new(),
         };
         tracing::warn!(
             "DAOS backend: {path} is {found}, not the DAOS {want_major}.{want_minor} this plugin is built for; used \

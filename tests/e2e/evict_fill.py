@@ -66,13 +66,15 @@ def settle(j: int, h, st) -> None:
 
 
 barrier = os.environ.get("NIXL_DAOS_FILL_BARRIER")
+if barrier:
+    where, count = barrier.rsplit(":", 1)
+    barrier_dir, barrier_count = Path(where), int(count)
 
 
 def arrive() -> None:
     """This writer has finished writing (or failed): the others need not wait for it."""
     if barrier:
-        where = barrier.rsplit(":", 1)[0]
-        (Path(where) / prefix.replace("/", "_")).touch()
+        (barrier_dir / prefix.replace("/", "_")).touch()
 
 
 try:
@@ -98,15 +100,14 @@ for lo, hi in thirds:
     gbps.append(sum(ok[lo:hi]) * size / secs / 1e9)
 out["gbps_by_third"] = gbps
 if barrier:
-    where, count = barrier.rsplit(":", 1)
     deadline = time.monotonic() + 600
-    while len(list(Path(where).iterdir())) < int(count):
+    while len(list(barrier_dir.iterdir())) < barrier_count:
         if time.monotonic() > deadline:
-            sys.exit(f"the other writers did not finish within 600 s ({where})")
+            sys.exit(f"the other writers did not finish within 600 s ({barrier_dir})")
         time.sleep(0.2)
 if read_back == "1":
     present_at = [False] * n
-    present = missing = wrong = mismatch = recent = 0
+    present = missing = wrong = mismatch = 0
     recent_from = n - max(n // 20, 1)  # the newest 5%: eviction takes the oldest first
     got = slots[0]
     want = np.zeros(size, dtype=np.uint8)
@@ -124,7 +125,6 @@ if read_back == "1":
         if np.array_equal(got, want):
             present += 1
             present_at[i] = True
-            recent += i >= recent_from
         else:
             wrong += 1
     # One read at a time (a KV fetch on the critical path), verification included.
@@ -132,7 +132,9 @@ if read_back == "1":
     out.update(present=present, missing=missing, wrong=wrong, mismatch=mismatch)
     # Of those, the ones whose WRITE succeeded: a write refused for space while eviction caught
     # up is no eviction's doing.
-    out.update(recent_present=recent, recent_of=n - recent_from, recent_written=sum(ok[recent_from:]))
+    out.update(
+        recent_present=sum(present_at[recent_from:]), recent_of=n - recent_from, recent_written=sum(ok[recent_from:])
+    )
     out.update(written_at=written_at, present_at=present_at)
 a.close()
 print(json.dumps(out))

@@ -9,6 +9,10 @@ for the timed repetitions of one op only, and the top symbols per thread are pri
 
 (from the repository root; the result line is followed by the machine's load, bench/machine_load.py)
 
+--system samples every CPU instead (`perf record -a`): the DAOS engine's threads, the kernel's
+network copies and other processes show up beside this one's, which is where the time goes when
+client and engine share the cores.
+
 A "+net" contender (daos-default-net) gets kv_bench's modeled network (same defaults and
 --net-* options) for the profiled reps only.
 
@@ -61,6 +65,11 @@ def main() -> int:
         choices=["on", "off"],
         default="on",
         help="off: daos-sim's `copy off` for the profiled reps (no data byte moves; reads not verified)",
+    )
+    ap.add_argument(
+        "--system",
+        action="store_true",
+        help="sample every CPU (perf record -a), the DAOS engine and the kernel's work included, not only this process",
     )
     ap.add_argument("--freq", type=int, default=1999, help="samples per second per CPU")
     ap.add_argument("--perf-data", type=Path, default=Path("/tmp/kv_profile.perf"))
@@ -121,8 +130,9 @@ def main() -> int:
                 "-e",
                 "cpu-clock",
                 "-g",
-                "-p",
-                str(os.getpid()),
+            ]
+            + (["-a"] if a.system else ["-p", str(os.getpid())])
+            + [
                 "-o",
                 str(a.perf_data),
             ]

@@ -5,12 +5,16 @@
 //!
 //! DAOS never touches a caller's memory (`crate::stage`): the only accesses to it are the copy
 //! of a write's bytes into its staging buffer before the RPC is sent (`begin_launch`) and the
-//! copy of a verified read out of it (`complete_read`), and both run under this attempt's lock
-//! while the request is live: not yet given a terminal status, not released, not reposted. So
-//! once `checkXfer` has reported anything but in-progress, or release has returned, nothing of
-//! the request touches the caller's buffers again, whatever DAOS still holds: a fold DAOS
-//! answers later lands in a buffer of the plugin's and is dropped. A request therefore ends at
-//! its deadline, never later, and release never waits for DAOS.
+//! copy of a verified read out of it (`complete_read`). Each starts only while the request is
+//! live (not yet given a terminal status, not released, not reposted), decided under this
+//! attempt's lock, and runs outside it, so the folds of one request copy in parallel on
+//! several threads and `checkXfer` never waits behind a copy. Whatever ends the request
+//! (its terminal status, release, repost) first stops new copies, then waits for the ones
+//! running to finish (`copies`: bounded by one fold's memcpy, never by DAOS). So once
+//! `checkXfer` has reported anything but in-progress, or release has returned, nothing of the
+//! request touches the caller's buffers again, whatever DAOS still holds: a fold DAOS answers
+//! later lands in a buffer of the plugin's and is dropped. A request therefore ends at its
+//! deadline, never later, and release never waits for DAOS.
 //!
 //! A read succeeds only when every fold of each key it touched read the same write (the id in
 //! the value's record, `crate::record`): a key rewritten between two of its folds is a miss.
@@ -24,11 +28,12 @@
 //! Everything that decides an outcome (launch or drop a fold, count it back, report the
 //! terminal status) happens under one lock, so a fold can never be launched after the attempt
 //! was given up, and concurrent `checkXfer` callers all see the one status decided first.
-//! The lock is taken once per fold launch and completion, and once per `checkXfer`.
+//! The lock is taken twice per fold launch and completion (around its copy), and once per
+//! `checkXfer`.
 
 use std::collections::HashMap;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,6 +89,8 @@ struct State {
     reported: Option<Status>,
     /// The write each key's folds read so far (reads).
     writes: HashMap<ObjectKey, u64>,
+    /// Copies from or into the caller's buffers running now, outside the lock (`copy_done`).
+    copying: usize,
     /// A write refused for space waits for eviction's room until then, past its deadline (see
     /// `wait_for_space`).
     space_until: Option<Instant>,
@@ -95,6 +102,8 @@ pub struct Attempt {
     timeout_ms: u64,
     budget: Option<Arc<Budget>>,
     state: Mutex<State>,
+    /// Signalled when the last running copy ends: what ends the request waits for it.
+    copy_done: Condvar,
     /// The terminal status was counted in the process totals (`first_terminal`).
     counted: std::sync::atomic::AtomicBool,
 }
@@ -108,6 +117,7 @@ impl Attempt {
             timeout_ms: timeout.as_millis() as u64,
             budget,
             state: Mutex::new(State { remaining: ops, ..State::default() }),
+            copy_done: Condvar::new(),
             counted: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -167,16 +177,42 @@ impl Attempt {
     }
 
     /// Called by a lane right before handing a fold to DAOS (it holds a slot of the budget).
-    /// False: drop the fold instead (and report it with `skip`); true: `stage_in` ran (a
-    /// write's copy of the caller's bytes, under the lock, so it cannot overlap the end of the
-    /// request) and the fold counts as inside DAOS until `leave_daos`.
+    /// False: drop the fold instead (and report it with `skip`, or fail it if `stage_in` said
+    /// false); true: `stage_in` ran (a write's copy of the caller's bytes, started while the
+    /// request was live and finished before anything could end it) and the request is still
+    /// live, and the fold counts as inside DAOS until `leave_daos`. A request that ended
+    /// during the copy launches nothing: its copy went into the plugin's buffer only.
     pub fn begin_launch(&self, stage_in: impl FnOnce() -> bool) -> bool {
-        let mut s = self.lock();
-        if !self.may_launch(&s) || !stage_in() {
+        if !self.start_copy() {
+            return false;
+        }
+        let staged = stage_in();
+        let mut s = self.end_copy();
+        if !staged || !self.may_launch(&s) {
             return false;
         }
         s.in_daos += 1;
         true
+    }
+
+    /// A copy from or into the caller's buffers may start: the request is live, and stays so
+    /// (nothing ends it) until `end_copy`.
+    fn start_copy(&self) -> bool {
+        let mut s = self.lock();
+        if !self.may_launch(&s) {
+            return false;
+        }
+        s.copying += 1;
+        true
+    }
+
+    fn end_copy(&self) -> MutexGuard<'_, State> {
+        let mut s = self.lock();
+        s.copying -= 1;
+        if s.copying == 0 {
+            self.copy_done.notify_all();
+        }
+        s
     }
 
     /// A launched fold is out of DAOS (completed, or refused at launch). Returns whether its
@@ -210,18 +246,37 @@ impl Attempt {
     }
 
     /// Records the outcome of one fold of a read of `key`. Unless the request has ended or
-    /// failed, `verify_deliver` runs under the lock: given the write another fold of `key` read
-    /// (if any), it checks what this fold read and copies it into the caller's buffers, and
-    /// returns the write it read, or the miss.
+    /// failed, `verify_deliver` runs (outside the lock, the request kept live meanwhile, see
+    /// `start_copy`): given the write another fold of `key` read so far (if any), it checks
+    /// what this fold read and copies it into the caller's buffers, and returns the write it
+    /// read, or the miss. Folds of one key delivered at the same time are compared after: any
+    /// two that read different writes fail the request.
     pub fn complete_read(&self, key: ObjectKey, verify_deliver: impl FnOnce(Option<u64>) -> Result<u64, Error>) {
-        let mut s = self.lock();
-        if !(s.cancelled || s.reported.is_some() || s.failed) {
-            match verify_deliver(s.writes.get(&key).copied()) {
-                Ok(id) => {
+        let expect = {
+            let mut s = self.lock();
+            if s.cancelled || s.reported.is_some() || s.failed {
+                s.remaining -= 1;
+                return;
+            }
+            s.copying += 1;
+            s.writes.get(&key).copied()
+        };
+        let read = verify_deliver(expect);
+        let mut s = self.end_copy();
+        match read {
+            Ok(id) => match s.writes.get(&key) {
+                Some(&other) if other != id => Self::fail(
+                    &mut s,
+                    Error::Unverified {
+                        key: key.display(),
+                        why: "it was rewritten while it was read (its chunks hold different writes)",
+                    },
+                ),
+                _ => {
                     s.writes.insert(key, id);
                 }
-                Err(e) => Self::fail(&mut s, e),
-            }
+            },
+            Err(e) => Self::fail(&mut s, e),
         }
         s.remaining -= 1;
     }
@@ -284,9 +339,13 @@ impl Attempt {
     }
 
     /// The request ends with folds still in DAOS or queued: none is launched or copied any
-    /// more, and those DAOS holds stop counting against the engine's budget.
-    fn give_up(&self, s: &mut State) {
+    /// more (the copies running now finish first), and those DAOS holds stop counting against
+    /// the engine's budget.
+    fn give_up(&self, s: &mut MutexGuard<'_, State>) {
         s.cancelled = true;
+        while s.copying > 0 {
+            self.copy_done.wait(s);
+        }
         let held = s.in_daos - s.slots_returned;
         if held > 0 {
             s.slots_returned += held;
@@ -434,7 +493,85 @@ mod tests {
 #[cfg(test)]
 mod race_tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Barrier};
+
+    /// A copy that starts while the request is live runs outside the lock; what ends the
+    /// request (here its deadline, seen by checkXfer) returns only once the copy is over, and
+    /// the fold it staged is not launched.
+    #[test]
+    fn the_end_of_a_request_waits_for_a_copy_running() {
+        let a = Arc::new(Attempt::new(1, Duration::from_millis(30), None));
+        let (started, copied) = (Arc::new(Barrier::new(2)), Arc::new(AtomicBool::new(false)));
+        let t = {
+            let (a, started, copied) = (a.clone(), started.clone(), copied.clone());
+            std::thread::spawn(move || {
+                a.begin_launch(|| {
+                    started.wait();
+                    std::thread::sleep(Duration::from_millis(150));
+                    copied.store(true, Ordering::SeqCst);
+                    true
+                })
+            })
+        };
+        started.wait();
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(matches!(a.status(), Err(Error::Timeout { .. })));
+        assert!(copied.load(Ordering::SeqCst), "the timeout was reported while a copy from the caller's buffer ran");
+        assert!(!t.join().unwrap(), "a fold staged across the end of its request is not launched");
+    }
+
+    /// Release (cancel) waits for a read's delivery running, and delivers nothing after.
+    #[test]
+    fn release_waits_for_a_delivery_running() {
+        let a = Arc::new(Attempt::new(2, Duration::from_secs(10), None));
+        let (started, delivered) = (Arc::new(Barrier::new(2)), Arc::new(AtomicBool::new(false)));
+        let t = {
+            let (a, started, delivered) = (a.clone(), started.clone(), delivered.clone());
+            std::thread::spawn(move || {
+                a.complete_read(ObjectKey::from_registration(b"k", 0), |_| {
+                    started.wait();
+                    std::thread::sleep(Duration::from_millis(100));
+                    delivered.store(true, Ordering::SeqCst);
+                    Ok(1)
+                })
+            })
+        };
+        started.wait();
+        a.cancel();
+        assert!(delivered.load(Ordering::SeqCst), "release returned while a delivery into the caller's buffer ran");
+        a.complete_read(ObjectKey::from_registration(b"k", 0), |_| panic!("delivered after release"));
+        t.join().unwrap();
+    }
+
+    /// Two folds of one key delivered at the same time, each told no other fold's write yet:
+    /// if they read different writes the request fails, whichever finished first.
+    #[test]
+    fn folds_of_one_key_delivered_together_still_agree_on_one_write() {
+        for ids in [(5, 6), (5, 5)] {
+            let a = Arc::new(Attempt::new(2, Duration::from_secs(10), None));
+            let gate = Arc::new(Barrier::new(2));
+            let ts: Vec<_> = [ids.0, ids.1]
+                .into_iter()
+                .map(|id| {
+                    let (a, gate) = (a.clone(), gate.clone());
+                    std::thread::spawn(move || {
+                        a.complete_read(ObjectKey::from_registration(b"k", 0), |expect| {
+                            gate.wait(); // both inside their delivery at once
+                            assert_eq!(expect, None);
+                            Ok(id)
+                        })
+                    })
+                })
+                .collect();
+            ts.into_iter().for_each(|t| t.join().unwrap());
+            match (ids.0 == ids.1, a.status()) {
+                (true, Ok(Status::Success)) => {}
+                (false, Err(Error::Unverified { why, .. })) => assert!(why.contains("rewritten"), "{why}"),
+                (same, other) => panic!("same write {same}: {other:?}"),
+            }
+        }
+    }
 
     /// Several threads polling an attempt whose one op failed: none may see Success.
     #[test]

@@ -658,6 +658,7 @@ impl Engine {
             }
             XferOp::Read => (0, None),
         };
+        let mut ops = Vec::with_capacity(st.folds.len());
         for f in &st.folds {
             let io = match (req.op, f.extents.is_empty()) {
                 (XferOp::Write, _) => IoDesc::update(f.key.clone(), &f.extents, Record { id, len: f.value_len }),
@@ -665,8 +666,9 @@ impl Engine {
                 (XferOp::Read, true) => IoDesc::record(f.key.clone()),
             }
             .on(req.local);
-            self.lanes.submit(Op::new(io, Some(attempt.clone()), posting.clone()));
+            ops.push(Op::new(io, Some(attempt.clone()), posting.clone()));
         }
+        self.lanes.submit_all(ops);
         Ok(Status::InProgress)
     }
 

@@ -125,8 +125,8 @@ impl Op {
         }
         if let Some(a) = &self.attempt {
             // SAFETY: `complete_read` runs this only while the request is live (not ended,
-            // released or failed), under the attempt's lock, so the caller's buffers are still
-            // the transfer's to write. A late answer is dropped unchecked.
+            // released or failed) and keeps it live until this returns, so the caller's
+            // buffers are still the transfer's to write. A late answer is dropped unchecked.
             a.complete_read(self.io.key().base(), |expect| unsafe { self.io.verify_deliver(expect) }.map(|r| r.id));
         }
     }
@@ -154,6 +154,11 @@ impl Op {
         if let Some(p) = &self.posting {
             p.settle(self.io.key(), landed);
         }
+    }
+
+    /// A write of a transfer whose caller's bytes are still to be copied into its buffer.
+    fn copies_in(&self) -> bool {
+        self.attempt.is_some() && self.io.kind == IoKind::Update && !self.staged
     }
 
     /// Whether its request still wants it sent (reads and writes of transfers; others always).
@@ -313,6 +318,16 @@ impl Shared {
     }
 }
 
+/// What `Lane::launch_next` did.
+enum Next {
+    /// Launched the oldest waiting op (true: it copied a write's bytes in first), or dropped
+    /// it (its request no longer wanted it).
+    Launched(bool),
+    Empty,
+    /// The oldest waits for an in-flight slot or staging room.
+    NoRoom,
+}
+
 struct Lane {
     shared: Arc<Shared>,
     /// Held by the lanes, not by `Shared` (which outlives them inside `Lanes`), so that the
@@ -339,13 +354,13 @@ impl Lane {
     fn launch(&self, mut op: Box<Op>) {
         let sh = &self.shared;
         if let Some(a) = op.attempt.clone() {
-            // Decided under the attempt's lock: once it was released, reposted, failed or
-            // timed out, none of its folds reaches DAOS any more, and a write's copy of the
-            // caller's bytes runs only before that.
+            // Decided by the attempt: once it was released, reposted, failed or timed out,
+            // none of its folds reaches DAOS any more, and a write's copy of the caller's
+            // bytes runs only before that (what ends the request waits for a copy running).
             let mut refused = None;
             let launched = a.begin_launch(|| {
                 if op.io.kind == IoKind::Update && !op.staged {
-                    // SAFETY: under the attempt's lock with its request live (begin_launch),
+                    // SAFETY: the request is live and stays so while this runs (begin_launch),
                     // so the caller's buffers are still the transfer's to read.
                     match unsafe { op.io.stage_in() } {
                         Ok(()) => op.staged = true,
@@ -433,32 +448,47 @@ impl Lane {
 
     /// Launches waiting ops, oldest first, while the engine has slots and staging room; those
     /// whose request no longer wants them (failed, released, or past its deadline) are dropped
-    /// without taking either. Returns whether the oldest still waits for room.
-    fn launch_waiting(&self) -> bool {
-        let sh = &self.shared;
-        while sh.waiting_len.load(Ordering::SeqCst) > 0 {
-            let (op, reserved) = {
-                let mut w = sh.waiting.lock();
-                let Some(front) = w.front_mut() else { break };
-                let reserved = if front.wanted() {
-                    if !sh.reserve(front) {
-                        return true;
-                    }
-                    true
-                } else {
-                    false
-                };
-                let op = w.pop_front().expect("the front is there");
-                sh.waiting_len.store(w.len(), Ordering::SeqCst);
-                (op, reserved)
-            };
-            if reserved {
-                self.launch(op);
-            } else {
-                op.skip();
+    /// without taking either. Stops after the first whose bytes it copied in, so that the lane
+    /// polls between two copies: DAOS moves the bytes of the RPCs this lane launched (a
+    /// server's pull of a write's) only inside its poll, and a lane copying one chunk after
+    /// another would hold them all back. Returns what stopped it.
+    fn launch_some(&self) -> Next {
+        loop {
+            match self.launch_next() {
+                Next::Launched(false) => {}
+                other => return other,
             }
         }
-        false
+    }
+
+    /// Launches (or drops) the oldest waiting op on this lane's queue.
+    fn launch_next(&self) -> Next {
+        let sh = &self.shared;
+        if sh.waiting_len.load(Ordering::SeqCst) == 0 {
+            return Next::Empty;
+        }
+        let (op, reserved) = {
+            let mut w = sh.waiting.lock();
+            let Some(front) = w.front_mut() else { return Next::Empty };
+            let reserved = if front.wanted() {
+                if !sh.reserve(front) {
+                    return Next::NoRoom;
+                }
+                true
+            } else {
+                false
+            };
+            let op = w.pop_front().expect("the front is there");
+            sh.waiting_len.store(w.len(), Ordering::SeqCst);
+            (op, reserved)
+        };
+        let copied = reserved && op.copies_in();
+        if reserved {
+            self.launch(op);
+        } else {
+            op.skip();
+        }
+        Next::Launched(copied)
     }
 
     fn reap(&self, ev: *mut daos_event_t) {
@@ -515,6 +545,7 @@ impl Lane {
     fn run(&self, grace: Duration) {
         let mut reaped: Vec<*mut daos_event_t> = vec![std::ptr::null_mut(); REAP_BATCH];
         let mut stop_at: Option<Instant> = None;
+        let mut more = Next::Empty;
         loop {
             // Held for the whole pass (orphans, launches, the poll), but not while parked: the
             // host's exit waits for every thread driving DAOS to let go (see host.rs).
@@ -551,23 +582,27 @@ impl Lane {
                     Some(d) => drive = d,
                     None => continue, // the top of the loop abandons
                 }
-                if self.launch_waiting() && self.inflight.load(Ordering::SeqCst) == 0 {
+                more = self.launch_some();
+                if matches!(more, Next::NoRoom) && self.inflight.load(Ordering::SeqCst) == 0 {
                     // Waiting for staging room that other lanes' ops hold: nothing to poll here.
                     drop(drive);
                     std::thread::sleep(ROOM_WAIT);
                     continue;
                 }
             }
-            match self.eq.poll(POLL_US, &mut reaped) {
+            // Ops left waiting after a copy: one pass of progress, then the next.
+            let wait = match more {
+                Next::Launched(_) => 0,
+                Next::Empty | Next::NoRoom => POLL_US,
+            };
+            match self.eq.poll(wait, &mut reaped) {
                 Ok(n) => reaped[..n].iter().for_each(|&ev| self.reap(ev)),
                 Err(e) => {
                     tracing::error!("DAOS event queue poll failed: {e}");
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
-            if !self.stop.load(Ordering::Acquire) {
-                self.launch_waiting();
-            }
+            more = if self.stop.load(Ordering::Acquire) { Next::Empty } else { self.launch_some() };
             drop(drive);
         }
     }
@@ -655,6 +690,40 @@ impl Lanes {
         // slot first; lanes with nothing in flight are parked, so wake them (num_queues at most).
         if self.shared.waiting_len.load(Ordering::SeqCst) > 0 {
             self.lanes.iter().for_each(|l| l.wake());
+        }
+    }
+
+    /// Submits the folds of one posting. When two or more of them are writes whose bytes are
+    /// still to be copied in, the copies are shared out: the folds join the waiting queue,
+    /// the lanes with nothing in flight are woken to take some, and this thread takes the
+    /// others, launching each on the next lane's queue. A value of several chunks is then
+    /// copied on several cores at once instead of one after another on the posting thread.
+    // Boxed one by one: each Op goes to DAOS by address and must never move.
+    #[allow(clippy::vec_box)]
+    pub fn submit_all(&self, ops: Vec<Box<Op>>) {
+        if ops.iter().filter(|op| op.copies_in()).count() < 2 {
+            ops.into_iter().for_each(|op| self.submit(op));
+            return;
+        }
+        // Held while this thread may launch into DAOS (see host.rs).
+        let drive = crate::host::drive();
+        if drive.is_none() || self.lanes.iter().any(|l| l.stop.load(Ordering::Acquire)) {
+            ops.into_iter().for_each(|op| op.fail(Error::ShuttingDown));
+            return;
+        }
+        {
+            let mut w = self.shared.waiting.lock();
+            w.extend(ops);
+            self.shared.waiting_len.store(w.len(), Ordering::SeqCst);
+        }
+        self.lanes.iter().for_each(|l| l.wake());
+        loop {
+            let lane = &self.lanes[self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()];
+            match lane.launch_next() {
+                Next::Launched(_) => lane.wake(),
+                // The lanes launch what waits for room once earlier ops give theirs back.
+                Next::Empty | Next::NoRoom => break,
+            }
         }
     }
 

@@ -1268,12 +1268,15 @@ fn a_chunked_write_failed_in_part_never_reads_back_mixed() {
         run(&e, &prep_write(&e, &[(&old, 0, &k)]), Duration::from_secs(10)).unwrap();
         let w = prep_write(&e, &[(&new, 0, &k)]);
         assert_eq!(w.fold_count(), 2);
+        // Each RPC takes 20 ms, so both are sent before the failed one is answered (a fold not
+        // yet sent when a sibling failed is dropped, and nothing is torn).
+        control("latency 20000");
         control("fail DER_IO 1");
         let res = run(&e, &w, Duration::from_secs(10));
         control("fail DER_IO 0");
+        control("latency 0");
         assert!(res.is_err(), "iteration {it}: a write with a failed RPC succeeded");
-        // The torn key is punched at eviction's next wake-up. (Both RPCs may fail: daos-sim's
-        // failure count is not taken atomically; nothing landed then, and the old value stays.)
+        // The torn key is punched at eviction's next wake-up.
         wait_drained(&e, "the write's RPCs");
         std::thread::sleep(Duration::from_millis(300));
         torn += e.eviction().unwrap().torn;

@@ -223,8 +223,8 @@ impl IoDesc {
     /// is device memory, one copy per range). A failed device copy fails the I/O.
     ///
     /// # Safety
-    /// The caller's ranges are valid for reads: their request is live (`Attempt::begin_launch`
-    /// runs this under its lock, before any status that ends the request).
+    /// The caller's ranges are valid for reads: their request is live, and nothing ends it
+    /// before this returns (`Attempt::begin_launch`).
     pub unsafe fn stage_in(&mut self) -> Result<(), Error> {
         let Some(stage) = self.stage.as_mut() else { return Ok(()) };
         let buf = stage.as_mut_slice();
@@ -327,8 +327,8 @@ impl IoDesc {
     /// one may have been copied already (what a failed read leaves in its buffer is undefined).
     ///
     /// # Safety
-    /// The caller's buffers are still theirs to write: the request is live
-    /// (`Attempt::complete_read` runs this under its lock).
+    /// The caller's buffers are still theirs to write: the request is live, and nothing ends
+    /// it before this returns (`Attempt::complete_read`).
     pub unsafe fn verify_deliver(&self, expect: Option<u64>) -> Result<Record, Error> {
         let key = || self.dkey.display();
         let record = self.record_read()?;

@@ -36,6 +36,7 @@ mod private_file;
 mod record;
 mod registry;
 mod stage;
+mod stream_copy;
 mod totals;
 mod watch;
 

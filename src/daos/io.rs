@@ -393,7 +393,7 @@ impl IoDesc {
                     // staging buffer holds those bytes from `from` (the run covers the block); the
                     // two never overlap.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(
+                        crate::stream_copy::copy_out(
                             buf[from..].as_ptr(),
                             (e.addr + (lo - e.offset)) as *mut u8,
                             (hi - lo) as usize,

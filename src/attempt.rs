@@ -183,11 +183,9 @@ impl Attempt {
     /// live, and the fold counts as inside DAOS until `leave_daos`. A request that ended
     /// during the copy launches nothing: its copy went into the plugin's buffer only.
     pub fn begin_launch(&self, stage_in: impl FnOnce() -> bool) -> bool {
-        if !self.start_copy() {
-            return false;
-        }
+        let Some(copy) = self.start_copy(|s| self.may_launch(s)) else { return false };
         let staged = stage_in();
-        let mut s = self.end_copy();
+        let mut s = copy.end();
         if !staged || !self.may_launch(&s) {
             return false;
         }
@@ -195,24 +193,24 @@ impl Attempt {
         true
     }
 
-    /// A copy from or into the caller's buffers may start: the request is live, and stays so
-    /// (nothing ends it) until `end_copy`.
-    fn start_copy(&self) -> bool {
+    /// A copy from or into the caller's buffers may start when `live` says so (under the
+    /// lock): the request then stays live (nothing that ends it returns) until the copy's
+    /// guard ends or is dropped.
+    fn start_copy(&self, live: impl FnOnce(&State) -> bool) -> Option<Copying<'_>> {
         let mut s = self.lock();
-        if !self.may_launch(&s) {
-            return false;
+        if !live(&s) {
+            return None;
         }
         s.copying += 1;
-        true
+        Some(Copying { attempt: self })
     }
 
-    fn end_copy(&self) -> MutexGuard<'_, State> {
-        let mut s = self.lock();
-        s.copying -= 1;
-        if s.copying == 0 {
-            self.copy_done.notify_all();
+    /// Waits until no copy from or into the caller's buffers runs (`State::copying`); the lock
+    /// is let go meanwhile.
+    fn wait_for_copies(&self, s: &mut MutexGuard<'_, State>) {
+        while s.copying > 0 {
+            self.copy_done.wait(s);
         }
-        s
     }
 
     /// A launched fold is out of DAOS (completed, or refused at launch). Returns whether its
@@ -252,17 +250,17 @@ impl Attempt {
     /// read, or the miss. Folds of one key delivered at the same time are compared after: any
     /// two that read different writes fail the request.
     pub fn complete_read(&self, key: ObjectKey, verify_deliver: impl FnOnce(Option<u64>) -> Result<u64, Error>) {
-        let expect = {
-            let mut s = self.lock();
-            if s.cancelled || s.reported.is_some() || s.failed {
-                s.remaining -= 1;
-                return;
-            }
-            s.copying += 1;
-            s.writes.get(&key).copied()
+        let mut expect = None;
+        let copy = self.start_copy(|s| {
+            expect = s.writes.get(&key).copied();
+            !(s.cancelled || s.reported.is_some() || s.failed)
+        });
+        let Some(copy) = copy else {
+            self.lock().remaining -= 1;
+            return;
         };
         let read = verify_deliver(expect);
-        let mut s = self.end_copy();
+        let mut s = copy.end();
         match read {
             Ok(id) => match s.writes.get(&key) {
                 Some(&other) if other != id => Self::fail(
@@ -316,9 +314,13 @@ impl Attempt {
     pub fn status(&self) -> Result<Status, Error> {
         let mut s = self.lock();
         if let Some(reported) = s.reported {
+            // Decided by another caller that may still wait for a copy: this one waits too,
+            // so that no caller hears the end before the caller's buffers are let go.
+            self.wait_for_copies(&mut s);
             return Ok(reported);
         }
         let outcome = if s.remaining == 0 {
+            // Nothing copies any more (a copy's fold counts as remaining until it ended).
             // `error` is taken only here and below, where `reported` is set in the same
             // critical section: a failed attempt still holds its error.
             match s.error.take() {
@@ -326,25 +328,30 @@ impl Attempt {
                 None => Ok(Status::Success),
             }
         } else if self.past(&s) {
-            self.give_up(&mut s);
             Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining)))
         } else {
             return Ok(Status::InProgress);
         };
+        // Decided before anything waits: a second caller sees this status, never another.
         s.reported = Some(match &outcome {
             Ok(st) => *st,
             Err(e) => e.status(),
         });
+        if s.remaining > 0 {
+            self.give_up(&mut s);
+        }
         outcome
     }
 
     /// The request ends with folds still in DAOS or queued: none is launched or copied any
-    /// more (the copies running now finish first), and those DAOS holds stop counting against
-    /// the engine's budget.
+    /// more, those DAOS holds stop counting against the engine's budget, and this returns once
+    /// the copies running now have finished. A request given up before its status was decided
+    /// (released, or retired for a repost) can no longer succeed: a fold it stops delivering
+    /// must not leave a success behind it.
     fn give_up(&self, s: &mut MutexGuard<'_, State>) {
         s.cancelled = true;
-        while s.copying > 0 {
-            self.copy_done.wait(s);
+        if s.reported.is_none() && s.remaining > 0 {
+            s.reported = Some(Status::Backend);
         }
         let held = s.in_daos - s.slots_returned;
         if held > 0 {
@@ -353,6 +360,7 @@ impl Attempt {
                 b.give(held);
             }
         }
+        self.wait_for_copies(s);
     }
 
     /// For a release: ends the attempt at once. Whatever DAOS still holds completes into the
@@ -360,6 +368,38 @@ impl Attempt {
     pub fn cancel(&self) {
         let mut s = self.lock();
         self.give_up(&mut s);
+    }
+}
+
+/// A copy from or into the caller's buffers in progress (`Attempt::start_copy`). Ending it
+/// (or dropping it, when the copy panicked) lets what waits to end the request go on; a copy
+/// that panicked also fails the request, since what it left in the buffers is unknown.
+struct Copying<'a> {
+    attempt: &'a Attempt,
+}
+
+impl<'a> Copying<'a> {
+    /// The copy is over: returns the attempt's state, locked.
+    fn end(self) -> MutexGuard<'a, State> {
+        let a = self.attempt;
+        std::mem::forget(self);
+        let mut s = a.lock();
+        s.copying -= 1;
+        if s.copying == 0 {
+            a.copy_done.notify_all();
+        }
+        s
+    }
+}
+
+impl Drop for Copying<'_> {
+    fn drop(&mut self) {
+        let mut s = self.attempt.lock();
+        Attempt::fail(&mut s, Error::CopyPanicked);
+        s.copying -= 1;
+        if s.copying == 0 {
+            self.attempt.copy_done.notify_all();
+        }
     }
 }
 
@@ -493,6 +533,7 @@ mod tests {
 #[cfg(test)]
 mod race_tests {
     use super::*;
+    use std::panic::AssertUnwindSafe;
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Barrier};
 
@@ -542,6 +583,73 @@ mod race_tests {
         assert!(delivered.load(Ordering::SeqCst), "release returned while a delivery into the caller's buffer ran");
         a.complete_read(ObjectKey::from_registration(b"k", 0), |_| panic!("delivered after release"));
         t.join().unwrap();
+    }
+
+    /// Two callers check at the deadline while one fold's delivery runs and the other fold
+    /// completes meanwhile (it is no longer delivered): neither hears success, and neither
+    /// hears anything before the running copy is over.
+    #[test]
+    fn checkers_at_the_deadline_agree_and_none_hears_success_for_an_undelivered_fold() {
+        let a = Arc::new(Attempt::new(2, Duration::from_millis(30), None));
+        let (started, delivered) = (Arc::new(Barrier::new(2)), Arc::new(AtomicBool::new(false)));
+        let copying = {
+            let (a, started, delivered) = (a.clone(), started.clone(), delivered.clone());
+            std::thread::spawn(move || {
+                a.complete_read(ObjectKey::from_registration(b"a", 0), |_| {
+                    started.wait();
+                    std::thread::sleep(Duration::from_millis(200));
+                    delivered.store(true, Ordering::SeqCst);
+                    Ok(1)
+                })
+            })
+        };
+        started.wait();
+        std::thread::sleep(Duration::from_millis(40)); // past the deadline
+        let check = |a: Arc<Attempt>, delivered: Arc<AtomicBool>| {
+            std::thread::spawn(move || {
+                let st = match a.status() {
+                    Ok(s) => s,
+                    Err(e) => e.status(),
+                };
+                (st, delivered.load(Ordering::SeqCst))
+            })
+        };
+        let first = check(a.clone(), delivered.clone());
+        std::thread::sleep(Duration::from_millis(30));
+        // Decided before the first checker waits: whoever checks next, or finds the last fold
+        // done when it does, gets this status and no other.
+        assert_eq!(a.lock().reported, Some(Status::Backend), "undecided while a checker waits for a copy");
+        // The other fold completes while the first checker waits for the copy.
+        a.complete_read(ObjectKey::from_registration(b"b", 0), |_| panic!("delivered after the request ended"));
+        let second = check(a.clone(), delivered.clone());
+        for (st, copy_over) in [first.join().unwrap(), second.join().unwrap()] {
+            assert_eq!(st, Status::Backend, "a checker heard {st:?}");
+            assert!(copy_over, "a checker heard the end while a copy into the caller's buffer ran");
+        }
+        copying.join().unwrap();
+        assert_eq!(a.status().unwrap(), Status::Backend);
+    }
+
+    /// A copy that panics (a bug) fails its request and leaves nothing waiting for it.
+    #[test]
+    fn a_panicking_copy_fails_the_request_and_hangs_nothing() {
+        let a = Attempt::new(1, Duration::from_millis(20), None);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| a.begin_launch(|| panic!("a bug in a copy"))));
+        assert!(r.is_err());
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(matches!(a.status(), Err(Error::CopyPanicked)), "the deadline's status came, with the copy's error");
+        a.cancel();
+    }
+
+    /// A request released (or retired for a repost) before its status was decided never
+    /// reports success afterwards, although its last fold was not delivered.
+    #[test]
+    fn a_request_given_up_undecided_never_succeeds_after() {
+        let a = Attempt::new(2, Duration::from_secs(10), None);
+        a.complete_read(ObjectKey::from_registration(b"a", 0), |_| Ok(1));
+        a.cancel();
+        a.complete_read(ObjectKey::from_registration(b"b", 0), |_| panic!("delivered after release"));
+        assert_eq!(a.status().unwrap(), Status::Backend);
     }
 
     /// Two folds of one key delivered at the same time, each told no other fold's write yet:

@@ -70,6 +70,10 @@ pub enum Error {
     Timeout { what: String, ms: u64 },
     #[error("the engine is shutting down")]
     ShuttingDown,
+    /// A copy between the caller's buffers and the plugin's panicked (a bug): the request
+    /// fails, since what the copy left behind is unknown.
+    #[error("the plugin failed while copying this transfer's bytes (a bug: please report it)")]
+    CopyPanicked,
     #[error("a transfer of this request is still in flight")]
     RepostActive,
     #[error(
@@ -139,6 +143,7 @@ impl Error {
             | Error::Forked { .. }
             | Error::Unverified { .. }
             | Error::Cuda { .. }
+            | Error::CopyPanicked
             | Error::ShuttingDown => Status::Backend,
         }
     }
@@ -206,6 +211,7 @@ mod tests {
             (Error::ShortRead { key: s(), want: 2, got: 1 }, Status::Backend),
             (Error::Timeout { what: s(), ms: 1 }, Status::Backend),
             (Error::ShuttingDown, Status::Backend),
+            (Error::CopyPanicked, Status::Backend),
             (Error::RepostActive, Status::RepostActive),
             (Error::Forked { pid: 1 }, Status::Backend),
             (Error::Unverified { key: s(), why: "x" }, Status::Backend),
@@ -226,6 +232,7 @@ mod tests {
                 | Error::ShortRead { .. }
                 | Error::Timeout { .. }
                 | Error::ShuttingDown
+                | Error::CopyPanicked
                 | Error::RepostActive
                 | Error::Forked { .. }
                 | Error::Unverified { .. }

@@ -711,13 +711,16 @@ impl Lanes {
             ops.into_iter().for_each(|op| op.fail(Error::ShuttingDown));
             return;
         }
+        let n = ops.len();
         {
             let mut w = self.shared.waiting.lock();
             w.extend(ops);
             self.shared.waiting_len.store(w.len(), Ordering::SeqCst);
         }
         self.lanes.iter().for_each(|l| l.wake());
-        loop {
+        // As many launches as this posting brought (oldest first, so possibly others'), so
+        // that a post never copies for long on behalf of other requests.
+        for _ in 0..n {
             let lane = &self.lanes[self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()];
             match lane.launch_next() {
                 Next::Launched(_) => lane.wake(),

@@ -34,6 +34,7 @@
 use std::collections::HashMap;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,6 +145,11 @@ impl Attempt {
     /// DAOS meanwhile, so an engine failure does not stretch this.
     pub fn wait_for_space(&self, until: Instant) {
         let mut s = self.lock();
+        if self.past(&s) {
+            // Refused only after its deadline: the request ends (a sibling fold already
+            // dropped as past its deadline must not be counted as done by a later wait).
+            return;
+        }
         s.space_until = Some(s.space_until.map_or(until, |u| u.max(until)));
     }
 
@@ -184,8 +190,13 @@ impl Attempt {
     /// during the copy launches nothing: its copy went into the plugin's buffer only.
     pub fn begin_launch(&self, stage_in: impl FnOnce() -> bool) -> bool {
         let Some(copy) = self.start_copy(|s| self.may_launch(s)) else { return false };
-        let staged = stage_in();
+        let staged = catch_unwind(AssertUnwindSafe(stage_in));
         let mut s = copy.end();
+        let staged = staged.unwrap_or_else(|_| {
+            // A bug in the copy: the request fails, and the fold goes back as one not launched.
+            Self::fail(&mut s, Error::CopyPanicked);
+            false
+        });
         if !staged || !self.may_launch(&s) {
             return false;
         }
@@ -259,7 +270,7 @@ impl Attempt {
             self.lock().remaining -= 1;
             return;
         };
-        let read = verify_deliver(expect);
+        let read = catch_unwind(AssertUnwindSafe(|| verify_deliver(expect))).unwrap_or(Err(Error::CopyPanicked));
         let mut s = copy.end();
         match read {
             Ok(id) => match s.writes.get(&key) {
@@ -372,8 +383,9 @@ impl Attempt {
 }
 
 /// A copy from or into the caller's buffers in progress (`Attempt::start_copy`). Ending it
-/// (or dropping it, when the copy panicked) lets what waits to end the request go on; a copy
-/// that panicked also fails the request, since what it left in the buffers is unknown.
+/// lets what waits to end the request go on. A copy that panics is caught and fails its
+/// request (what it left in the buffers is unknown); should a panic get past that, dropping
+/// the guard still fails the request and lets the waiters go.
 struct Copying<'a> {
     attempt: &'a Attempt,
 }
@@ -521,6 +533,21 @@ mod tests {
         assert!(matches!(a.status(), Err(Error::Timeout { .. })), "the wait for space is bounded too");
     }
 
+    /// A fold dropped at its deadline is a timeout even when a sibling is refused for space
+    /// afterwards: a refusal past the deadline grants no wait.
+    #[test]
+    fn a_refusal_for_space_after_the_deadline_grants_no_wait() {
+        let a = Attempt::new(2, Duration::from_millis(10), None);
+        assert!(a.begin_launch(|| true));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!a.wants_more(), "the queued sibling is dropped");
+        a.leave_daos(); // the launched one comes back refused for space
+        a.wait_for_space(Instant::now() + Duration::from_secs(5));
+        a.skip();
+        assert!(!a.wants_more(), "no wait granted past the deadline");
+        assert!(matches!(a.status(), Err(Error::Timeout { .. })));
+    }
+
     #[test]
     fn skipped_after_the_deadline_is_a_timeout() {
         let a = Attempt::new(1, Duration::from_millis(5), None);
@@ -634,7 +661,19 @@ mod race_tests {
     #[test]
     fn a_panicking_copy_fails_the_request_and_hangs_nothing() {
         let a = Attempt::new(1, Duration::from_millis(20), None);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| a.begin_launch(|| panic!("a bug in a copy"))));
+        assert!(!a.begin_launch(|| panic!("a bug in a copy")), "caught, and not launched");
+        a.skip(); // what the lane does with a fold not launched
+        assert!(matches!(a.status(), Err(Error::CopyPanicked)), "the request fails at once, with the copy's error");
+        let b = Attempt::new(1, Duration::from_secs(10), None);
+        b.complete_read(ObjectKey::from_registration(b"k", 0), |_| panic!("a bug in a delivery"));
+        assert!(matches!(b.status(), Err(Error::CopyPanicked)));
+        let a = Attempt::new(1, Duration::from_millis(20), None);
+        // Past the catch (a panic unwinding through the guard itself): the request still fails
+        // and its end waits for nothing.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let _copy = a.start_copy(|_| true);
+            panic!("unwinding past the copy");
+        }));
         assert!(r.is_err());
         std::thread::sleep(Duration::from_millis(30));
         assert!(matches!(a.status(), Err(Error::CopyPanicked)), "the deadline's status came, with the copy's error");

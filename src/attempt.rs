@@ -10,7 +10,7 @@
 //! attempt's lock, and runs outside it, so the folds of one request copy in parallel on
 //! several threads and `checkXfer` never waits behind a copy. Whatever ends the request
 //! (its terminal status, release, repost) first stops new copies, then waits for the ones
-//! running to finish (`copies`: bounded by one fold's memcpy, never by DAOS). So once
+//! running to finish (`State::copying`: bounded by one fold's memcpy, never by DAOS). So once
 //! `checkXfer` has reported anything but in-progress, or release has returned, nothing of the
 //! request touches the caller's buffers again, whatever DAOS still holds: a fold DAOS answers
 //! later lands in a buffer of the plugin's and is dropped. A request therefore ends at its
@@ -395,6 +395,11 @@ impl<'a> Copying<'a> {
     fn end(self) -> MutexGuard<'a, State> {
         let a = self.attempt;
         std::mem::forget(self);
+        Self::count_out(a)
+    }
+
+    /// Takes the copy off the count, waking what waits for the last one.
+    fn count_out(a: &'a Attempt) -> MutexGuard<'a, State> {
         let mut s = a.lock();
         s.copying -= 1;
         if s.copying == 0 {
@@ -406,12 +411,7 @@ impl<'a> Copying<'a> {
 
 impl Drop for Copying<'_> {
     fn drop(&mut self) {
-        let mut s = self.attempt.lock();
-        Attempt::fail(&mut s, Error::CopyPanicked);
-        s.copying -= 1;
-        if s.copying == 0 {
-            self.attempt.copy_done.notify_all();
-        }
+        Attempt::fail(&mut Self::count_out(self.attempt), Error::CopyPanicked);
     }
 }
 

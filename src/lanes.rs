@@ -267,8 +267,13 @@ impl Shared {
         if due.is_empty() {
             return;
         }
+        self.queue(due);
+    }
+
+    /// Appends ops to the waiting queue, behind those already there.
+    fn queue(&self, ops: impl IntoIterator<Item = Box<Op>>) {
         let mut w = self.waiting.lock();
-        w.extend(due);
+        w.extend(ops);
         self.waiting_len.store(w.len(), Ordering::SeqCst);
     }
 
@@ -359,7 +364,7 @@ impl Lane {
             // bytes runs only before that (what ends the request waits for a copy running).
             let mut refused = None;
             let launched = a.begin_launch(|| {
-                if op.io.kind == IoKind::Update && !op.staged {
+                if op.copies_in() {
                     // SAFETY: the request is live and stays so while this runs (begin_launch),
                     // so the caller's buffers are still the transfer's to read.
                     match unsafe { op.io.stage_in() } {
@@ -430,9 +435,7 @@ impl Lane {
             self.launch(op);
             self.wake();
         } else {
-            let mut w = sh.waiting.lock();
-            w.push_back(op);
-            sh.waiting_len.store(w.len(), Ordering::SeqCst);
+            sh.queue([op]);
         }
     }
 
@@ -712,11 +715,7 @@ impl Lanes {
             return;
         }
         let n = ops.len();
-        {
-            let mut w = self.shared.waiting.lock();
-            w.extend(ops);
-            self.shared.waiting_len.store(w.len(), Ordering::SeqCst);
-        }
+        self.shared.queue(ops);
         self.lanes.iter().for_each(|l| l.wake());
         // As many launches as this posting brought (oldest first, so possibly others'), so
         // that a post never copies for long on behalf of other requests.

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
 use crate::key::ObjectKey;
+use crate::totals;
 
 /// The engine-wide count of in-flight slots taken by transfer RPCs (`max_inflight`): taken at
 /// launch, given back when DAOS completes the RPC, or earlier, once the RPC's request has been
@@ -88,6 +89,9 @@ struct State {
     error: Option<Error>,
     /// The terminal status, once decided; every later `status()` returns it.
     reported: Option<Status>,
+    /// How the process totals count it, set with `reported` by the one caller that decided it
+    /// (it alone saw the error), taken once (`take_outcome`).
+    outcome: Option<totals::Outcome>,
     /// The write each key's folds read so far (reads).
     writes: HashMap<ObjectKey, u64>,
     /// Copies from or into the caller's buffers running now, outside the lock (`copy_done`).
@@ -105,8 +109,6 @@ pub struct Attempt {
     state: Mutex<State>,
     /// Signalled when the last running copy ends: what ends the request waits for it.
     copy_done: Condvar,
-    /// The terminal status was counted in the process totals (`first_terminal`).
-    counted: std::sync::atomic::AtomicBool,
 }
 
 impl Attempt {
@@ -119,14 +121,14 @@ impl Attempt {
             budget,
             state: Mutex::new(State { remaining: ops, ..State::default() }),
             copy_done: Condvar::new(),
-            counted: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// True the first time it is called: the caller counts the terminal status it just read
-    /// once (`crate::totals`), however often the request is checked afterwards.
-    pub fn first_terminal(&self) -> bool {
-        !self.counted.swap(true, std::sync::atomic::Ordering::Relaxed)
+    /// How the terminal status counts in the process totals (`crate::totals`), the first time
+    /// it is asked once that status was decided, None after: a request is counted once, as its
+    /// decider saw it, however many threads check it and in whatever order.
+    pub fn take_outcome(&self) -> Option<totals::Outcome> {
+        self.lock().outcome.take()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -348,6 +350,11 @@ impl Attempt {
             Ok(st) => *st,
             Err(e) => e.status(),
         });
+        s.outcome = Some(match &outcome {
+            Ok(_) => totals::Outcome::Ok,
+            Err(Error::NoSuchKey { .. }) => totals::Outcome::Missing,
+            Err(_) => totals::Outcome::Failed,
+        });
         if s.remaining > 0 {
             self.give_up(&mut s);
         }
@@ -456,6 +463,32 @@ mod tests {
         assert!(!a.busy());
         assert!(matches!(a.status(), Err(Error::NoSuchKey { .. })));
         assert_eq!(a.status().unwrap(), Status::Backend, "the same status, reported once as an error");
+    }
+
+    #[test]
+    fn the_totals_count_a_request_once_as_its_decider_saw_it() {
+        // Two checkers: the first decides (and alone sees the miss), the second hears the same
+        // NIXL status without the error. Whichever of them takes the outcome first, it is the
+        // decider's: a miss, counted once.
+        let a = Attempt::new(1, Duration::from_secs(10), None);
+        assert_eq!(a.take_outcome(), None, "nothing decided yet");
+        assert!(a.begin_launch(|| true));
+        a.leave_daos();
+        a.complete(Err(missing()));
+        assert!(matches!(a.status(), Err(Error::NoSuchKey { .. })));
+        assert_eq!(a.status().unwrap(), Status::Backend);
+        assert_eq!(a.take_outcome(), Some(totals::Outcome::Missing));
+        assert_eq!(a.take_outcome(), None, "counted once");
+        let ok = Attempt::new(1, Duration::from_secs(10), None);
+        assert!(ok.begin_launch(|| true));
+        ok.leave_daos();
+        ok.complete(Ok(()));
+        assert_eq!(ok.status().unwrap(), Status::Success);
+        assert_eq!(ok.take_outcome(), Some(totals::Outcome::Ok));
+        let late = Attempt::new(2, Duration::from_millis(1), None);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(late.status(), Err(Error::Timeout { .. })));
+        assert_eq!(late.take_outcome(), Some(totals::Outcome::Failed));
     }
 
     #[test]

@@ -679,15 +679,10 @@ impl Engine {
             _ => return Ok(Status::NotPosted),
         };
         let status = attempt.status();
-        let outcome = match &status {
-            Ok(Status::InProgress) => None,
-            Ok(Status::Success) => Some(totals::Outcome::Ok),
-            Ok(_) => Some(totals::Outcome::Failed),
-            Err(Error::NoSuchKey { .. }) => Some(totals::Outcome::Missing),
-            Err(_) => Some(totals::Outcome::Failed),
-        };
-        if let Some(o) = outcome.filter(|_| attempt.first_terminal()) {
-            totals::request(req.op, o, keys, bytes);
+        if !matches!(status, Ok(Status::InProgress)) {
+            if let Some(o) = attempt.take_outcome() {
+                totals::request(req.op, o, keys, bytes);
+            }
         }
         status.inspect_err(|e| match e {
             Error::Timeout { .. } => {

@@ -73,6 +73,7 @@ fn of(op: XferOp) -> &'static Direction {
 }
 
 /// How a request ended, as `checkXfer` reported it (once per posting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
     Missing,

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Status};
 use crate::key::ObjectKey;
+use crate::stage::StagePool;
 use crate::totals;
 
 /// The engine-wide count of in-flight slots taken by transfer RPCs (`max_inflight`): taken at
@@ -80,6 +81,10 @@ struct State {
     in_daos: usize,
     /// Of `in_daos`, those whose in-flight slot was given back when the request ended.
     slots_returned: usize,
+    /// Staging bytes (by allocation) the folds in DAOS hold, and of them those owed: moved to
+    /// the staging pool's owed allowance when the request ended (`StagePool::owe`).
+    in_daos_bytes: usize,
+    bytes_owed: usize,
     /// One fold failed; queued siblings are dropped.
     failed: bool,
     /// Released, reposted or ended: nobody reads the outcome, queued folds are dropped, and
@@ -106,6 +111,8 @@ pub struct Attempt {
     deadline: Instant,
     timeout_ms: u64,
     budget: Option<Arc<Budget>>,
+    /// Where the folds' staging buffers come from (None in tests of the lifecycle).
+    stage: Option<Arc<StagePool>>,
     state: Mutex<State>,
     /// Signalled when the last running copy ends: what ends the request waits for it.
     copy_done: Condvar,
@@ -119,9 +126,17 @@ impl Attempt {
             deadline: Instant::now() + timeout,
             timeout_ms: timeout.as_millis() as u64,
             budget,
+            stage: None,
             state: Mutex::new(State { remaining: ops, ..State::default() }),
             copy_done: Condvar::new(),
         }
+    }
+
+    /// The staging pool whose buffers the folds hold: what DAOS still holds when the request
+    /// ends stops counting against its cap (`StagePool::owe`), as the in-flight slots do.
+    pub fn owing_to(mut self, stage: Arc<StagePool>) -> Attempt {
+        self.stage = Some(stage);
+        self
     }
 
     /// How the terminal status counts in the process totals (`crate::totals`), the first time
@@ -188,9 +203,10 @@ impl Attempt {
     /// False: drop the fold instead (and report it with `skip`, or fail it if `stage_in` said
     /// false); true: `stage_in` ran (a write's copy of the caller's bytes, started while the
     /// request was live and finished before anything could end it) and the request is still
-    /// live, and the fold counts as inside DAOS until `leave_daos`. A request that ended
+    /// live, and the fold counts as inside DAOS (with `charge` bytes of staging) until
+    /// `leave_daos`. A request that ended
     /// during the copy launches nothing: its copy went into the plugin's buffer only.
-    pub fn begin_launch(&self, stage_in: impl FnOnce() -> bool) -> bool {
+    pub fn begin_launch(&self, charge: usize, stage_in: impl FnOnce() -> bool) -> bool {
         let Some(copy) = self.start_copy(|s| self.may_launch(s)) else { return false };
         let staged = catch_unwind(AssertUnwindSafe(stage_in));
         let mut s = copy.end();
@@ -203,6 +219,7 @@ impl Attempt {
             return false;
         }
         s.in_daos += 1;
+        s.in_daos_bytes += charge;
         true
     }
 
@@ -226,13 +243,17 @@ impl Attempt {
         }
     }
 
-    /// A launched fold is out of DAOS (completed, or refused at launch). Returns whether its
-    /// in-flight slot was given back already (the caller must not give it back again).
-    pub fn leave_daos(&self) -> bool {
+    /// A launched fold is out of DAOS (completed, or refused at launch); `charge`: as given to
+    /// `begin_launch`. Returns whether its in-flight slot was given back already (the caller
+    /// must not give it back again), and with it its staging buffer's charge moved to the
+    /// pool's owed allowance (the buffer goes back there: `Stage::mark_owed`).
+    pub fn leave_daos(&self, charge: usize) -> bool {
         let mut s = self.lock();
         s.in_daos -= 1;
+        s.in_daos_bytes -= charge;
         if s.slots_returned > 0 {
             s.slots_returned -= 1;
+            s.bytes_owed -= charge;
             true
         } else {
             false
@@ -310,7 +331,7 @@ impl Attempt {
         let result = {
             let s = self.lock();
             if self.past(&s) && !s.failed {
-                Err(self.timeout(1))
+                Err(self.timeout(1, 0))
             } else {
                 Ok(()) // failed already (its error is kept) or cancelled (nobody asks)
             }
@@ -318,8 +339,20 @@ impl Attempt {
         self.complete(result);
     }
 
-    fn timeout(&self, n: usize) -> Error {
-        Error::Timeout { what: format!("{n} of {} DAOS RPC(s) of this request", self.total), ms: self.timeout_ms }
+    /// `n` folds did not complete in time, `in_daos` of them sent: the others waited for an
+    /// in-flight slot or staging room, which says the engine is loaded (or owed), not slow.
+    fn timeout(&self, n: usize, in_daos: usize) -> Error {
+        let unsent = n.saturating_sub(in_daos);
+        let what = if unsent == 0 {
+            format!("{n} of {} DAOS RPC(s) of this request", self.total)
+        } else {
+            format!(
+                "{n} of {} DAOS RPC(s) of this request ({unsent} of them not sent: they waited for an in-flight slot \
+                 (max_inflight) or staging room (stage_bytes))",
+                self.total
+            )
+        };
+        Error::Timeout { what, ms: self.timeout_ms }
     }
 
     /// `checkXfer`: never waits on DAOS. Decides the terminal outcome once, under the lock, and
@@ -341,7 +374,7 @@ impl Attempt {
                 None => Ok(Status::Success),
             }
         } else if self.past(&s) {
-            Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining)))
+            Err(s.error.take().unwrap_or_else(|| self.timeout(s.remaining, s.in_daos)))
         } else {
             return Ok(Status::InProgress);
         };
@@ -376,6 +409,13 @@ impl Attempt {
             s.slots_returned += held;
             if let Some(b) = &self.budget {
                 b.give(held);
+            }
+        }
+        let held_bytes = s.in_daos_bytes - s.bytes_owed;
+        if held_bytes > 0 {
+            s.bytes_owed += held_bytes;
+            if let Some(p) = &self.stage {
+                p.owe(held_bytes);
             }
         }
         self.wait_for_copies(s);
@@ -448,17 +488,17 @@ mod tests {
     #[test]
     fn an_early_failure_waits_for_its_siblings() {
         let a = Attempt::new(3, Duration::from_secs(10), None);
-        assert!(a.begin_launch(|| true) && a.begin_launch(|| true));
-        a.leave_daos();
+        assert!(a.begin_launch(0, || true) && a.begin_launch(0, || true));
+        a.leave_daos(0);
         a.complete(Err(missing()));
         assert!(
-            !a.begin_launch(|| -> bool { panic!("not staged") }),
+            !a.begin_launch(0, || -> bool { panic!("not staged") }),
             "queued siblings of a failed request are dropped"
         );
         a.skip();
         assert_eq!(a.status().unwrap(), Status::InProgress, "a sibling is still in DAOS");
         assert!(a.busy());
-        a.leave_daos();
+        a.leave_daos(0);
         a.complete(Ok(()));
         assert!(!a.busy());
         assert!(matches!(a.status(), Err(Error::NoSuchKey { .. })));
@@ -472,16 +512,16 @@ mod tests {
         // decider's: a miss, counted once.
         let a = Attempt::new(1, Duration::from_secs(10), None);
         assert_eq!(a.take_outcome(), None, "nothing decided yet");
-        assert!(a.begin_launch(|| true));
-        a.leave_daos();
+        assert!(a.begin_launch(0, || true));
+        a.leave_daos(0);
         a.complete(Err(missing()));
         assert!(matches!(a.status(), Err(Error::NoSuchKey { .. })));
         assert_eq!(a.status().unwrap(), Status::Backend);
         assert_eq!(a.take_outcome(), Some(totals::Outcome::Missing));
         assert_eq!(a.take_outcome(), None, "counted once");
         let ok = Attempt::new(1, Duration::from_secs(10), None);
-        assert!(ok.begin_launch(|| true));
-        ok.leave_daos();
+        assert!(ok.begin_launch(0, || true));
+        ok.leave_daos(0);
         ok.complete(Ok(()));
         assert_eq!(ok.status().unwrap(), Status::Success);
         assert_eq!(ok.take_outcome(), Some(totals::Outcome::Ok));
@@ -495,7 +535,7 @@ mod tests {
     fn the_deadline_ends_the_request_whatever_daos_holds() {
         let a = Attempt::new(3, Duration::from_millis(20), None);
         a.complete(Ok(()));
-        assert!(a.begin_launch(|| true));
+        assert!(a.begin_launch(0, || true));
         std::thread::sleep(Duration::from_millis(30));
         match a.status() {
             Err(Error::Timeout { what, ms }) => {
@@ -504,10 +544,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(!a.begin_launch(|| -> bool { panic!("not staged") }));
+        assert!(!a.begin_launch(0, || -> bool { panic!("not staged") }));
         assert!(!a.busy() && a.retire(), "ended: a repost may go, DAOS answers into its own buffers");
         // The late answer is not delivered.
-        a.leave_daos();
+        a.leave_daos(0);
         a.complete_read(key("k"), |_| panic!("delivered after the request ended"));
         a.skip();
         assert_eq!(a.status().unwrap(), Status::Backend);
@@ -516,10 +556,10 @@ mod tests {
     #[test]
     fn cancel_stops_copies_at_once() {
         let a = Attempt::new(2, Duration::from_secs(10), None);
-        assert!(a.begin_launch(|| true));
+        assert!(a.begin_launch(0, || true));
         a.cancel();
-        assert!(!a.begin_launch(|| -> bool { panic!("not staged") }), "a released attempt launches nothing more");
-        a.leave_daos();
+        assert!(!a.begin_launch(0, || -> bool { panic!("not staged") }), "a released attempt launches nothing more");
+        a.leave_daos(0);
         a.complete_read(key("k"), |_| panic!("delivered after release"));
     }
 
@@ -554,13 +594,13 @@ mod tests {
     #[test]
     fn a_write_refused_for_space_may_wait_past_its_deadline_until_its_space_wait_ends() {
         let a = Attempt::new(1, Duration::from_millis(20), None);
-        assert!(a.begin_launch(|| true));
-        a.leave_daos(); // refused for space: back in the lanes' retry list
+        assert!(a.begin_launch(0, || true));
+        a.leave_daos(0); // refused for space: back in the lanes' retry list
         a.wait_for_space(Instant::now() + Duration::from_millis(150));
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(a.status().unwrap(), Status::InProgress, "past its deadline, inside its wait for space");
-        assert!(a.wants_more() && a.begin_launch(|| true), "the refused write may be sent again");
-        a.leave_daos();
+        assert!(a.wants_more() && a.begin_launch(0, || true), "the refused write may be sent again");
+        a.leave_daos(0);
         std::thread::sleep(Duration::from_millis(130));
         assert!(!a.wants_more());
         assert!(matches!(a.status(), Err(Error::Timeout { .. })), "the wait for space is bounded too");
@@ -571,10 +611,10 @@ mod tests {
     #[test]
     fn a_refusal_for_space_after_the_deadline_grants_no_wait() {
         let a = Attempt::new(2, Duration::from_millis(10), None);
-        assert!(a.begin_launch(|| true));
+        assert!(a.begin_launch(0, || true));
         std::thread::sleep(Duration::from_millis(20));
         assert!(!a.wants_more(), "the queued sibling is dropped");
-        a.leave_daos(); // the launched one comes back refused for space
+        a.leave_daos(0); // the launched one comes back refused for space
         a.wait_for_space(Instant::now() + Duration::from_secs(5));
         a.skip();
         assert!(!a.wants_more(), "no wait granted past the deadline");
@@ -607,7 +647,7 @@ mod race_tests {
         let t = {
             let (a, started, copied) = (a.clone(), started.clone(), copied.clone());
             std::thread::spawn(move || {
-                a.begin_launch(|| {
+                a.begin_launch(0, || {
                     started.wait();
                     std::thread::sleep(Duration::from_millis(150));
                     copied.store(true, Ordering::SeqCst);
@@ -694,7 +734,7 @@ mod race_tests {
     #[test]
     fn a_panicking_copy_fails_the_request_and_hangs_nothing() {
         let a = Attempt::new(1, Duration::from_millis(20), None);
-        assert!(!a.begin_launch(|| panic!("a bug in a copy")), "caught, and not launched");
+        assert!(!a.begin_launch(0, || panic!("a bug in a copy")), "caught, and not launched");
         a.skip(); // what the lane does with a fold not launched
         assert!(matches!(a.status(), Err(Error::CopyPanicked)), "the request fails at once, with the copy's error");
         let b = Attempt::new(1, Duration::from_secs(10), None);

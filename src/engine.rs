@@ -637,7 +637,10 @@ impl Engine {
             XferOp::Write => self.cfg.timeout_ms,
         };
         let st = &mut *st;
-        let attempt = Arc::new(Attempt::new(st.folds.len(), Duration::from_millis(timeout), Some(self.budget.clone())));
+        let attempt = Arc::new(
+            Attempt::new(st.folds.len(), Duration::from_millis(timeout), Some(self.budget.clone()))
+                .owing_to(self.stage.clone()),
+        );
         st.current = Some(attempt.clone());
         if st.folds.is_empty() {
             return Ok(Status::Success);

@@ -71,8 +71,6 @@ pub struct Op {
     /// The write posting this update belongs to, for eviction's record (None with eviction off,
     /// and for reads).
     posting: Option<Arc<Posting>>,
-    /// The caller's bytes are in the staging buffer (a write sent again keeps them).
-    staged: bool,
 }
 
 impl Op {
@@ -84,7 +82,6 @@ impl Op {
             backoff: NOSPACE_RETRY_FIRST,
             refused_at: None,
             posting,
-            staged: false,
         })
     }
 
@@ -156,9 +153,9 @@ impl Op {
         }
     }
 
-    /// A write of a transfer whose caller's bytes are still to be copied into its buffer.
+    /// A write of a transfer: its caller's bytes are copied into its buffer at each launch.
     fn copies_in(&self) -> bool {
-        self.attempt.is_some() && self.io.kind == IoKind::Update && !self.staged
+        self.attempt.is_some() && self.io.kind == IoKind::Update
     }
 
     /// Whether its request still wants it sent (reads and writes of transfers; others always).
@@ -287,14 +284,13 @@ impl Shared {
         }
     }
 
-    /// Takes an in-flight slot and the op's staging buffer (a write sent again keeps its own),
-    /// if both are free.
+    /// Takes an in-flight slot and the op's staging buffer, if both are free.
     fn reserve(&self, op: &mut Op) -> bool {
         if !self.budget.take() {
             return false;
         }
         let need = op.io.stage_len();
-        if need > 0 && !op.staged {
+        if need > 0 {
             match self.stage.try_take(need) {
                 Some(buf) => op.io.attach(buf),
                 None => {
@@ -363,13 +359,13 @@ impl Lane {
             // none of its folds reaches DAOS any more, and a write's copy of the caller's
             // bytes runs only before that (what ends the request waits for a copy running).
             let mut refused = None;
-            let launched = a.begin_launch(|| {
+            let charge = op.io.stage_charge();
+            let launched = a.begin_launch(charge, || {
                 if op.copies_in() {
                     // SAFETY: the request is live and stays so while this runs (begin_launch),
                     // so the caller's buffers are still the transfer's to read.
-                    match unsafe { op.io.stage_in() } {
-                        Ok(()) => op.staged = true,
-                        Err(e) => refused = Some(e),
+                    if let Err(e) = unsafe { op.io.stage_in() } {
+                        refused = Some(e);
                     }
                 }
                 refused.is_none()
@@ -408,18 +404,23 @@ impl Lane {
     }
 
     /// Undoes `launch`'s accounting for an op DAOS refused; `rc`: DAOS's return code.
-    fn not_launched(&self, op: Box<Op>, rc: Result<i32, Error>) {
-        self.release_slot(&op);
+    fn not_launched(&self, mut op: Box<Op>, rc: Result<i32, Error>) {
+        self.release_slot(&mut op);
         match rc {
             Ok(rc) => op.finish(self.shared.lib, rc),
             Err(e) => op.fail(e),
         }
     }
 
-    /// Gives back the in-flight slot a launched op held.
-    fn release_slot(&self, op: &Op) {
+    /// Gives back the in-flight slot a launched op held; one its request gave back already
+    /// (it ended while DAOS held the op) leaves its staging buffer to the owed allowance.
+    fn release_slot(&self, op: &mut Op) {
         self.inflight.fetch_sub(1, Ordering::SeqCst);
-        let returned = op.attempt.as_ref().is_some_and(|a| a.leave_daos());
+        let charge = op.io.stage_charge();
+        let returned = op.attempt.as_ref().is_some_and(|a| a.leave_daos(charge));
+        if returned {
+            op.io.stage_owed();
+        }
         self.shared.unreserve(returned);
     }
 
@@ -501,7 +502,7 @@ impl Lane {
         let rc = op.ev.ev_error;
         // SAFETY: reaped, so no longer running.
         unsafe { self.eq.fini_event(&mut op.ev) };
-        self.release_slot(&op);
+        self.release_slot(&mut op);
         if rc != 0 && crate::daos::rc_is_trouble(rc) {
             self.shared.trouble();
         }
@@ -519,6 +520,9 @@ impl Lane {
                 }
                 let wanted = op.attempt.as_ref().is_some_and(|a| a.wants_more());
                 if worth && wanted && !self.stop.load(Ordering::Acquire) {
+                    // It waits without its staging buffer, so a space episode cannot hold the
+                    // pool's room while other requests (reads among them) wait for it.
+                    op.io.detach();
                     let wait = op.backoff;
                     op.backoff = (wait * 2).min(NOSPACE_RETRY_MAX);
                     self.shared.retry.lock().push((Instant::now() + wait, op));

@@ -9,7 +9,10 @@
 //!   does the key's first dkey (chunk 0) whether the write put bytes there or not.
 //! - `SUMS_AKEY`, an array of 4-byte records: entry `b` is the CRC-32C of block `b` (bytes
 //!   `b * BLOCK ..` up to the next block or the value's end), seeded with the write's id and
-//!   the block's index, so a block left from another write, or moved, does not verify.
+//!   the block's index, so a block left from another write, or moved within its key, does not
+//!   verify. A CRC of 0 is stored as 1: 0 is what DAOS returns for an entry never written (a
+//!   block its write did not cover whole), and it never verifies. The seed has no dkey: a fetch
+//!   of one dkey returns that dkey's own bytes.
 //!
 //! DAOS applies one update of one dkey as a unit, and a fetch of one dkey reads one version,
 //! so a fetch that finds the record, its blocks' sums and bytes agreeing has read exactly one
@@ -61,7 +64,9 @@ impl Record {
 }
 
 /// The checksum of block `index` of the value written by write `id`: `bytes` are the block's
-/// bytes up to the block's end or the value's.
+/// bytes up to the block's end or the value's. Never 0: that is what DAOS returns for an entry
+/// never written (a block its write did not cover whole), which must never verify; a CRC of 0
+/// is stored as 1.
 pub fn block_sum(id: u64, index: u64, bytes: &[u8]) -> u32 {
     let mut seed = [0u8; 16];
     seed[..8].copy_from_slice(&id.to_le_bytes());
@@ -69,7 +74,7 @@ pub fn block_sum(id: u64, index: u64, bytes: &[u8]) -> u32 {
     let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
     crc.update(&seed);
     crc.update(bytes);
-    crc.finalize() as u32
+    (crc.finalize() as u32).max(1)
 }
 
 /// Bytes of block `index` of a value of `len` bytes: [start, end).
@@ -138,7 +143,7 @@ mod tests {
             let seeded = [&id.to_le_bytes()[..], &index.to_le_bytes(), bytes].concat();
             assert_eq!(
                 block_sum(id, index, bytes),
-                castagnoli(&seeded),
+                castagnoli(&seeded).max(1),
                 "id {id} block {index}, {} bytes",
                 bytes.len()
             );

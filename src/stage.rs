@@ -7,11 +7,15 @@
 //! memory.
 //!
 //! Bounded: the buffers in use and the ones kept for reuse together stay within `cap` bytes
-//! (`stage_bytes`); an operation that finds no room waits in the lanes' queue until an earlier
-//! one gives its buffer back (one larger than the whole cap goes alone). A buffer goes back only
-//! when DAOS gives its operation back, never before: one DAOS still holds past its request's
-//! end keeps its buffer (and its share of the cap) until DAOS answers, and one leaked with its
-//! operation (an engine torn down under a dead server) is never reused.
+//! (`stage_bytes`), counted by the size of each allocation; an operation that finds no room
+//! waits in the lanes' queue until an earlier one gives its buffer back (one larger than the
+//! whole cap goes alone). A buffer goes back only when DAOS gives its operation back, never
+//! before, and one leaked with its operation (an engine torn down under a dead server) is never
+//! reused. Buffers DAOS still holds for requests that have ended (timed out, released) are
+//! owed (`owe`): they leave the cap for an allowance of the same size, so a dead engine's
+//! unanswered RPCs cannot starve the requests that follow (the healthy targets' among them),
+//! and beyond that allowance they count against the cap again: the memory held stays within
+//! twice the cap (plus one operation larger than it).
 //!
 //! Kept buffers are reused as they are, not zeroed: a read's bytes are accepted only when they
 //! match the value's checksums (`crate::record`), and a write overwrites what it sends.
@@ -31,8 +35,10 @@ pub struct StagePool {
 
 #[derive(Default)]
 struct State {
-    /// Bytes of buffers handed out and not yet back.
+    /// Bytes of buffers handed out and not yet back, for live requests.
     in_use: usize,
+    /// Bytes of buffers handed out that DAOS holds for requests that ended (`owe`).
+    owed: usize,
     kept: Vec<Buffer>,
     kept_bytes: usize,
     /// Bytes of buffers (in use or kept) page-locked with the CUDA driver, now and at most.
@@ -55,8 +61,13 @@ unsafe impl Send for Buffer {}
 const PAGE: usize = 4096;
 
 impl Buffer {
+    /// The allocation a buffer of `len` bytes takes.
+    fn size_for(len: usize) -> usize {
+        len.max(1).next_multiple_of(PAGE)
+    }
+
     fn new(len: usize) -> Buffer {
-        let len = len.max(1).next_multiple_of(PAGE);
+        let len = Buffer::size_for(len);
         let layout = std::alloc::Layout::from_size_align(len, PAGE).expect("a staging buffer's layout");
         // SAFETY: a layout of non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -94,14 +105,17 @@ impl StagePool {
 
     /// A buffer of `len` bytes, or None while the buffers in use leave no room for it. A kept
     /// buffer at least as large (and at most twice, so a small read does not pin a large
-    /// buffer) is reused; kept ones are freed to make room for a new one.
+    /// buffer) is reused; kept ones are freed to make room for a new one. The buffer counts
+    /// against the cap by its whole allocation.
     pub fn try_take(self: &Arc<Self>, len: usize) -> Option<Stage> {
         let mut s = self.state.lock();
-        if s.in_use > 0 && s.in_use + len > self.cap {
+        let pick = s.kept.iter().position(|b| b.len() >= len && b.len() / 2 <= len.max(1));
+        let charge = pick.map_or_else(|| Buffer::size_for(len), |i| s.kept[i].len());
+        let used = self.charged(&s);
+        if used > 0 && used + charge > self.cap {
             return None;
         }
-        s.in_use += len;
-        let pick = s.kept.iter().position(|b| b.len() >= len && b.len() / 2 <= len.max(1));
+        s.in_use += charge;
         let buf = match pick {
             Some(i) => {
                 let b = s.kept.swap_remove(i);
@@ -110,7 +124,7 @@ impl StagePool {
             }
             None => {
                 let mut freed = Vec::new();
-                while s.in_use + s.kept_bytes > self.cap {
+                while self.charged(&s) + s.kept_bytes > self.cap {
                     let Some(b) = s.kept.pop() else { break };
                     s.kept_bytes -= b.len();
                     freed.push(b);
@@ -120,13 +134,31 @@ impl StagePool {
                 Buffer::new(len)
             }
         };
-        Some(Stage { buf: Some(buf), len, pool: self.clone() })
+        Some(Stage { buf: Some(buf), len, owed: false, pool: self.clone() })
     }
 
-    fn give_back(&self, buf: Buffer, len: usize) {
+    /// What counts against the cap: live requests' buffers, and owed ones beyond their
+    /// allowance (as large as the cap).
+    fn charged(&self, s: &State) -> usize {
+        s.in_use + s.owed.saturating_sub(self.cap)
+    }
+
+    /// A request ended while DAOS holds buffers of its (`bytes` of them, by allocation): they
+    /// move from the cap to the owed allowance until DAOS gives them back (`Stage::owed`).
+    pub fn owe(&self, bytes: usize) {
         let mut s = self.state.lock();
-        s.in_use -= len;
-        if s.in_use + s.kept_bytes + buf.len() <= self.cap {
+        s.in_use -= bytes;
+        s.owed += bytes;
+    }
+
+    fn give_back(&self, buf: Buffer, owed: bool) {
+        let mut s = self.state.lock();
+        if owed {
+            s.owed -= buf.len();
+        } else {
+            s.in_use -= buf.len();
+        }
+        if self.charged(&s) + s.kept_bytes + buf.len() <= self.cap {
             s.kept_bytes += buf.len();
             s.kept.push(buf);
         } else {
@@ -150,9 +182,11 @@ impl StagePool {
         (s.pinned, s.pinned_peak)
     }
 
-    /// Bytes of buffers in use now (handed out, DAOS or a transfer holding them).
+    /// Bytes of buffers in use now (handed out, DAOS or a transfer holding them; owed ones
+    /// included).
     pub fn in_use(&self) -> usize {
-        self.state.lock().in_use
+        let s = self.state.lock();
+        s.in_use + s.owed
     }
 
     #[cfg(test)]
@@ -167,12 +201,25 @@ pub struct Stage {
     /// Always Some until dropped.
     buf: Option<Buffer>,
     len: usize,
+    /// Counted in the pool's owed allowance (`StagePool::owe`), not against its cap.
+    owed: bool,
     pool: Arc<StagePool>,
 }
 
 impl Stage {
     fn buffer(&self) -> &Buffer {
         self.buf.as_ref().expect("a live stage holds its buffer")
+    }
+
+    /// What it counts against the pool's cap: its whole allocation.
+    pub fn charge(&self) -> usize {
+        self.buffer().len()
+    }
+
+    /// Its request ended while DAOS holds it, and the pool moved its charge to the owed
+    /// allowance: it goes back from there.
+    pub fn mark_owed(&mut self) {
+        self.owed = true;
     }
 
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
@@ -211,7 +258,7 @@ impl Stage {
 impl Drop for Stage {
     fn drop(&mut self) {
         if let Some(buf) = self.buf.take() {
-            self.pool.give_back(buf, self.len);
+            self.pool.give_back(buf, self.owed);
         }
     }
 }
@@ -239,7 +286,7 @@ mod tests {
         let mut b = pool.try_take(600 << 10).unwrap();
         assert_eq!(b.as_mut_ptr() as usize, addr, "the kept buffer is reused");
         assert_eq!(b.as_slice().len(), 600 << 10);
-        assert_eq!(pool.in_use(), 600 << 10);
+        assert_eq!(pool.in_use(), 1 << 20, "a buffer counts by its whole allocation");
         drop(b);
         let small = pool.try_take(4 << 10).unwrap();
         assert_eq!(pool.kept_bytes(), 1 << 20, "the 1 MiB buffer stays for a large transfer");
@@ -261,5 +308,44 @@ mod tests {
         let again: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
         assert_eq!(pool.in_use(), 16 << 20);
         drop(again);
+    }
+
+    #[test]
+    fn memory_held_stays_within_the_cap_whatever_buffers_are_reused() {
+        // Large buffers kept, then smaller takes that reuse them (up to twice their size):
+        // each counts by its allocation, so what is held never passes the cap.
+        let pool = StagePool::new(64 << 20);
+        let large: Vec<Stage> = (0..8).map(|_| pool.try_take(8 << 20).unwrap()).collect();
+        drop(large);
+        let mut held = Vec::new();
+        while let Some(b) = pool.try_take((4 << 20) + 4096) {
+            held.push(b);
+            assert!(held.len() < 64, "the cap stops the takes");
+        }
+        let total: usize = held.iter().map(Stage::charge).sum();
+        assert!(total <= 64 << 20 && pool.in_use() == total, "{total} bytes held under a 64 MiB cap");
+        assert!(pool.in_use() + pool.kept_bytes() <= 64 << 20);
+    }
+
+    #[test]
+    fn buffers_owed_to_daos_leave_the_cap_for_an_allowance_of_its_size() {
+        let pool = StagePool::new(16 << 20);
+        let mut owed: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
+        assert!(pool.try_take(4 << 20).is_none(), "the cap is full");
+        // Their requests ended while DAOS holds them: live requests get the whole cap again.
+        pool.owe(owed.iter().map(Stage::charge).sum());
+        owed.iter_mut().for_each(Stage::mark_owed);
+        let live: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
+        assert!(pool.try_take(4 << 20).is_none(), "the cap is full again");
+        assert_eq!(pool.in_use(), 32 << 20, "owed and live, within twice the cap");
+        // Owed beyond the allowance counts against the cap.
+        let mut more: Vec<Stage> = live;
+        pool.owe(more.iter().map(Stage::charge).sum());
+        more.iter_mut().for_each(Stage::mark_owed);
+        assert!(pool.try_take(4 << 20).is_none(), "owed past the allowance takes the cap's room");
+        drop(more);
+        assert!(pool.try_take(4 << 20).is_some(), "DAOS answered: room again");
+        drop(owed);
+        assert_eq!(pool.in_use(), 0);
     }
 }

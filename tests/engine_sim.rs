@@ -1519,3 +1519,83 @@ fn remove_keys_removes_every_chunk_and_nothing_else() {
     let rw = engine("eng-remove", &[]);
     assert_eq!(rw.query_sizes(&keys[1..]).unwrap(), vec![Some(5000)], "the read-only backend removed the key");
 }
+
+/// Reads that timed out while DAOS still holds them keep their staging buffers until DAOS
+/// answers; those buffers leave the cap, so the requests that follow (DAOS answering them at
+/// once) are not refused room for as long as a slow or dead engine owes the answers.
+#[test]
+fn buffers_daos_owes_for_ended_requests_do_not_starve_later_ones() {
+    let _x = exclusive();
+    const MIB: usize = 1 << 20;
+    let e = engine("eng-owed-room", &[("stage_bytes", "8388608"), ("read_timeout_ms", "300"), ("num_queues", "2")]);
+    let keys: Vec<_> = (0..5).map(|i| reg(&e, &format!("owed-{i}"))).collect();
+    let values: Vec<Vec<u8>> = (0..5).map(|i| pattern(2 * MIB, i as u8 + 1)).collect();
+    for (k, v) in keys.iter().zip(&values) {
+        run(&e, &prep_write(&e, &[(v, 0, k)]), Duration::from_secs(10)).unwrap();
+    }
+    control("latency 3000000"); // 3 s per RPC: slower than any deadline here
+    let mut bufs: Vec<Vec<u8>> = (0..4).map(|_| vec![0u8; 2 * MIB]).collect();
+    let slow: Vec<_> = bufs.iter_mut().zip(&keys).map(|(b, k)| prep_read(&e, &mut [(b, 0, k)])).collect();
+    for r in &slow {
+        e.post(r).unwrap();
+    }
+    for r in &slow {
+        let (outcome, _) = settle(&e, r, Duration::from_secs(5));
+        assert!(matches!(outcome, Err(Error::Timeout { .. })), "{outcome:?}");
+    }
+    assert_eq!(e.staging_in_use(), 8 * MIB, "DAOS holds the whole cap's buffers");
+    control("latency 0");
+    let mut back = vec![0u8; 2 * MIB];
+    let t = Instant::now();
+    run(&e, &prep_read(&e, &mut [(&mut back, 0, &keys[4])]), Duration::from_secs(5)).unwrap();
+    assert!(back == values[4]);
+    assert!(t.elapsed() < Duration::from_millis(300), "the read waited {:?} for room", t.elapsed());
+    wait_drained(&e, "DAOS still holds the slow reads after 5 s");
+    assert_eq!(e.staging_in_use(), 0, "every owed buffer came back");
+    assert!(bufs.iter().all(|b| b.iter().all(|&x| x == 0)), "a late answer reached a caller's buffer");
+}
+
+/// Writes refused for space wait to be sent again without their staging buffers, so a read
+/// queued meanwhile gets the room at once rather than waiting behind them until its deadline.
+#[test]
+fn writes_waiting_for_space_leave_the_staging_room_to_others() {
+    let _x = exclusive();
+    const MIB: usize = 1 << 20;
+    let e = engine(
+        "eng-retry-room",
+        &[
+            ("stage_bytes", "4194304"),
+            ("chunk_bytes", "1048576"),
+            ("num_queues", "1"),
+            ("read_timeout_ms", "3000"),
+            ("timeout_ms", "20000"),
+        ],
+    );
+    let other = reg(&e, "retry-room/other");
+    let small = pattern(MIB, 3);
+    run(&e, &prep_write(&e, &[(&small, 0, &other)]), Duration::from_secs(10)).unwrap();
+    // A 4 MiB write in 4 chunks, the whole cap of staging; every RPC refused for space.
+    let k = reg(&e, "retry-room/w");
+    let data = pattern(4 * MIB, 9);
+    let w = prep_write(&e, &[(&data, 0, &k)]);
+    control("fail DER_NOSPACE 1000");
+    assert_eq!(e.post(&w).unwrap(), Status::InProgress);
+    std::thread::sleep(Duration::from_millis(20)); // refused, waiting to be sent again
+    control("fail DER_IO 0");
+    assert_eq!(e.staging_in_use(), 0, "writes waiting for space hold no staging");
+    let mut back = vec![0u8; MIB];
+    let t = Instant::now();
+    run(&e, &prep_read(&e, &mut [(&mut back, 0, &other)]), Duration::from_secs(10)).unwrap();
+    assert!(t.elapsed() < Duration::from_secs(1), "the read waited {:?} for room", t.elapsed());
+    assert!(back == small);
+    // The write, copied in again when sent again, lands whole.
+    let start = Instant::now();
+    while e.check(&w).unwrap() == Status::InProgress {
+        assert!(start.elapsed() < Duration::from_secs(20), "the write is still in progress");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(e.check(&w).unwrap(), Status::Success);
+    let mut whole = vec![0u8; 4 * MIB];
+    run(&e, &prep_read(&e, &mut [(&mut whole, 0, &k)]), Duration::from_secs(10)).unwrap();
+    assert!(whole == data);
+}

@@ -206,6 +206,24 @@ impl IoDesc {
         self.stage_len
     }
 
+    /// What its staging buffer counts against the pool's cap (0 without one).
+    pub fn stage_charge(&self) -> usize {
+        self.stage.as_ref().map_or(0, Stage::charge)
+    }
+
+    /// Its request ended while DAOS held it: its buffer goes back to the pool's owed allowance.
+    pub fn stage_owed(&mut self) {
+        if let Some(s) = self.stage.as_mut() {
+            s.mark_owed();
+        }
+    }
+
+    /// Gives its staging buffer back (a write refused for space waits without one: it copies
+    /// the caller's bytes in again when it is sent again, while its request is live).
+    pub fn detach(&mut self) {
+        self.stage = None;
+    }
+
     /// Gives the I/O its staging buffer (of `stage_len` bytes), before launch.
     pub fn attach(&mut self, mut stage: Stage) {
         debug_assert_eq!(stage.as_slice().len(), self.stage_len);

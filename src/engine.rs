@@ -524,7 +524,8 @@ impl Engine {
         meta: &[u8],
     ) -> Result<Option<Box<Registration>>> {
         match mem {
-            MemType::Dram => Ok(None),
+            // Checked, not kept: copies into and out of it run on the plugin's threads.
+            MemType::Dram => crate::host_memory::check_dram(addr, len).map(|()| None),
             MemType::Obj => {
                 let key = ObjectKey::from_registration(meta, dev_id);
                 key.check_reserved().map_err(Error::InvalidArg)?;

@@ -23,6 +23,7 @@ pub mod error;
 mod evict;
 mod ffi;
 mod host;
+mod host_memory;
 mod join;
 pub mod key;
 mod lanes;

@@ -292,3 +292,22 @@ def test_devids_reused_across_keys(agent):
         )
     assert_same(agent.get(dev, size), data, "the decimal-devId key")
     round_trip(agent, what="the reused devIds")
+
+
+def test_dram_the_process_cannot_use_is_refused_at_registration(agent):
+    """A DRAM range at NULL, in no mapping, past the address space or read-only is refused when
+    it is registered, with an error naming it, not a crash of the process at its first copy
+    (the plugin copies into and out of registered DRAM on its own threads)."""
+    import mmap
+
+    for start, length in [(0, 4096), (0x10000000000, 4096), (2**64 - 4096, 8192)]:
+        refused(
+            "DRAM",
+            lambda s=start, n=length: agent.agent.register_memory([(s, n, 0, "")], "DRAM", backends=[BACKEND]),
+        )
+    ro = mmap.mmap(-1, 2 * 4096, prot=mmap.PROT_READ)
+    ro_arr = np.frombuffer(ro, np.uint8)
+    refused("DRAM", lambda: agent.agent.register_memory([(addr(ro_arr), ro_arr.size, 0, "")], "DRAM", backends=[BACKEND]))
+    del ro_arr
+    ro.close()
+    round_trip(agent, what="the bad DRAM registrations")

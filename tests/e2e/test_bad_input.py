@@ -307,7 +307,9 @@ def test_dram_the_process_cannot_use_is_refused_at_registration(agent):
         )
     ro = mmap.mmap(-1, 2 * 4096, prot=mmap.PROT_READ)
     ro_arr = np.frombuffer(ro, np.uint8)
-    refused("DRAM", lambda: agent.agent.register_memory([(addr(ro_arr), ro_arr.size, 0, "")], "DRAM", backends=[BACKEND]))
+    refused(
+        "DRAM", lambda: agent.agent.register_memory([(addr(ro_arr), ro_arr.size, 0, "")], "DRAM", backends=[BACKEND])
+    )
     del ro_arr
     ro.close()
     round_trip(agent, what="the bad DRAM registrations")

@@ -306,10 +306,7 @@ def test_dram_the_process_cannot_use_is_refused_at_registration(agent):
             lambda s=start, n=length: agent.agent.register_memory([(s, n, 0, "")], "DRAM", backends=[BACKEND]),
         )
     ro = mmap.mmap(-1, 2 * 4096, prot=mmap.PROT_READ)
-    ro_arr = np.frombuffer(ro, np.uint8)
-    refused(
-        "DRAM", lambda: agent.agent.register_memory([(addr(ro_arr), ro_arr.size, 0, "")], "DRAM", backends=[BACKEND])
-    )
-    del ro_arr
+    start = addr(np.frombuffer(ro, np.uint8))
+    refused("DRAM", lambda: agent.agent.register_memory([(start, len(ro), 0, "")], "DRAM", backends=[BACKEND]))
     ro.close()
     round_trip(agent, what="the bad DRAM registrations")

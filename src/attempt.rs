@@ -339,16 +339,17 @@ impl Attempt {
         self.complete(result);
     }
 
-    /// `n` folds did not complete in time, `in_daos` of them sent: the others waited for an
-    /// in-flight slot or staging room, which says the engine is loaded (or owed), not slow.
+    /// `n` folds did not complete in time, `in_daos` of them inside DAOS: the others waited for
+    /// an in-flight slot, staging room or pool space (or were being copied), which says the
+    /// engine is loaded or the pool full, not that DAOS is slow.
     fn timeout(&self, n: usize, in_daos: usize) -> Error {
         let unsent = n.saturating_sub(in_daos);
         let what = if unsent == 0 {
             format!("{n} of {} DAOS RPC(s) of this request", self.total)
         } else {
             format!(
-                "{n} of {} DAOS RPC(s) of this request ({unsent} of them not sent: they waited for an in-flight slot \
-                 (max_inflight) or staging room (stage_bytes))",
+                "{n} of {} DAOS RPC(s) of this request ({unsent} of them not in DAOS at the deadline: waiting for \
+                 an in-flight slot (max_inflight), staging room (stage_bytes) or pool space)",
                 self.total
             )
         };

@@ -17,6 +17,7 @@ use crate::daos::query;
 use crate::daos::{Bound, Container, InitGuard, Library, Object, ObjectId, Pool, PoolHealth};
 use crate::error::{Error, Result, Status};
 use crate::evict::{self, Evictor, Posting, WriteIds};
+use crate::host_memory::HostMemory;
 use crate::key::{ChunkNames, ObjectKey};
 use crate::lanes::{Hooks, Lanes, Op};
 use crate::planner::{self, Fold, Pair};
@@ -354,6 +355,8 @@ pub struct Engine {
     stage: Arc<StagePool>,
     /// Live OBJ registrations by devId, to refuse ambiguous ones.
     registry: Registry,
+    /// DRAM registered read-only (`crate::host_memory`).
+    host_memory: HostMemory,
     /// Refreshes the pool map once requests time out (stopped after the lanes).
     watch: Option<MapWatch>,
     poke: Arc<dyn Fn() + Send + Sync>,
@@ -502,6 +505,7 @@ impl Engine {
             budget,
             stage,
             registry: Registry::default(),
+            host_memory: HostMemory::default(),
             watch: Some(watch),
             poke,
             handles,
@@ -524,8 +528,9 @@ impl Engine {
         meta: &[u8],
     ) -> Result<Option<Box<Registration>>> {
         match mem {
-            // Checked, not kept: copies into and out of it run on the plugin's threads.
-            MemType::Dram => crate::host_memory::check_dram(addr, len).map(|()| None),
+            // Checked against the mappings: copies into and out of it run on the plugin's
+            // threads.
+            MemType::Dram => self.host_memory.register(addr, len).map(|()| None),
             MemType::Obj => {
                 let key = ObjectKey::from_registration(meta, dev_id);
                 key.check_reserved().map_err(Error::InvalidArg)?;
@@ -590,6 +595,9 @@ impl Engine {
         }
         if let (XferOp::Write, Some(why)) = (op, &self.read_only) {
             return Err(Error::ReadOnly(why.clone()));
+        }
+        if (op, local_mem) == (XferOp::Read, MemType::Dram) {
+            self.host_memory.check_read_into(local.iter().map(|d| (d.addr, d.len)))?;
         }
         if local.len() != remote.len() {
             return Err(Error::InvalidArg(format!(

@@ -22,7 +22,7 @@
 //!
 //! A buffer that carries GPU memory's bytes is page-locked with the CUDA driver the first time
 //! (`Stage::pin`), so the driver copies it by DMA; it stays pinned while it is kept and is
-//! unpinned when freed. Pinned memory is therefore bounded by `cap` too (`pinned_bytes`).
+//! unpinned when freed. Pinned memory is therefore bounded as the buffers are (`pinned_bytes`).
 
 use std::sync::Arc;
 
@@ -103,18 +103,23 @@ impl StagePool {
         Arc::new(StagePool { cap: cap.max(1), state: Mutex::new(State::default()) })
     }
 
-    /// A buffer of `len` bytes, or None while the buffers in use leave no room for it. A kept
-    /// buffer at least as large (and at most twice, so a small read does not pin a large
-    /// buffer) is reused; kept ones are freed to make room for a new one. The buffer counts
-    /// against the cap by its whole allocation.
+    /// A buffer of `len` bytes, or None while the buffers in use leave no room for it. The
+    /// smallest kept buffer at least as large and at most a quarter larger is reused; otherwise
+    /// kept ones are freed to make room for a new one. The buffer counts against the cap by its
+    /// whole allocation, so a larger one reused would cost room for as long as it is held (a
+    /// pool kept from 4 MiB writes would hold half as many 2 MiB reads).
     pub fn try_take(self: &Arc<Self>, len: usize) -> Option<Stage> {
         let mut s = self.state.lock();
-        let pick = s.kept.iter().position(|b| b.len() >= len && b.len() / 2 <= len.max(1));
-        let charge = pick.map_or_else(|| Buffer::size_for(len), |i| s.kept[i].len());
         let used = self.charged(&s);
-        if used > 0 && used + charge > self.cap {
+        let fits = |n: usize| used == 0 || used + n <= self.cap;
+        let exact = Buffer::size_for(len);
+        if !fits(exact) {
             return None;
         }
+        let pick = (0..s.kept.len())
+            .filter(|&i| (exact..=exact + exact / 4).contains(&s.kept[i].len()) && fits(s.kept[i].len()))
+            .min_by_key(|&i| s.kept[i].len());
+        let charge = pick.map_or(exact, |i| s.kept[i].len());
         s.in_use += charge;
         let buf = match pick {
             Some(i) => {
@@ -176,7 +181,7 @@ impl StagePool {
     }
 
     /// Bytes of staging buffers pinned for GPU copies: now, and the most at once. Both stay
-    /// within the pool's cap.
+    /// within the pool's bound (the cap, twice it while DAOS owes buffers).
     pub fn pinned_bytes(&self) -> (usize, usize) {
         let s = self.state.lock();
         (s.pinned, s.pinned_peak)
@@ -283,13 +288,14 @@ mod tests {
         let addr = b.as_mut_ptr() as usize;
         drop(b);
         assert_eq!((pool.in_use(), pool.kept_bytes()), (0, 1 << 20));
-        let mut b = pool.try_take(600 << 10).unwrap();
+        let mut b = pool.try_take(900 << 10).unwrap();
         assert_eq!(b.as_mut_ptr() as usize, addr, "the kept buffer is reused");
-        assert_eq!(b.as_slice().len(), 600 << 10);
+        assert_eq!(b.as_slice().len(), 900 << 10);
         assert_eq!(pool.in_use(), 1 << 20, "a buffer counts by its whole allocation");
         drop(b);
-        let small = pool.try_take(4 << 10).unwrap();
+        let small = pool.try_take(600 << 10).unwrap();
         assert_eq!(pool.kept_bytes(), 1 << 20, "the 1 MiB buffer stays for a large transfer");
+        assert_eq!(pool.in_use(), 600 << 10);
         drop(small);
     }
 
@@ -325,6 +331,20 @@ mod tests {
         let total: usize = held.iter().map(Stage::charge).sum();
         assert!(total <= 64 << 20 && pool.in_use() == total, "{total} bytes held under a 64 MiB cap");
         assert!(pool.in_use() + pool.kept_bytes() <= 64 << 20);
+    }
+
+    #[test]
+    fn a_larger_kept_buffer_is_reused_only_where_the_room_allows() {
+        // Kept 4 MiB buffers, then 2 MiB takes: new 2 MiB buffers are made (kept ones freed
+        // for them), so the cap holds as many 2 MiB takes as it would without the kept ones.
+        let pool = StagePool::new(16 << 20);
+        drop((0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect::<Vec<_>>());
+        let mut held = Vec::new();
+        while let Some(b) = pool.try_take(2 << 20) {
+            held.push(b);
+        }
+        assert_eq!(held.len(), 8, "2 MiB buffers under a 16 MiB cap");
+        assert!(pool.in_use() <= 16 << 20 && pool.in_use() + pool.kept_bytes() <= 16 << 20);
     }
 
     #[test]

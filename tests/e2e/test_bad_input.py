@@ -295,9 +295,10 @@ def test_devids_reused_across_keys(agent):
 
 
 def test_dram_the_process_cannot_use_is_refused_at_registration(agent):
-    """A DRAM range at NULL, in no mapping, past the address space or read-only is refused when
-    it is registered, with an error naming it, not a crash of the process at its first copy
-    (the plugin copies into and out of registered DRAM on its own threads)."""
+    """A DRAM range at NULL, in no mapping or past the address space is refused when it is
+    registered, not a crash of the process at its first copy (the plugin copies into and out of
+    registered DRAM on its own threads). Read-only memory registers and is a WRITE's source; a
+    READ into it is refused at prepXfer."""
     import mmap
 
     for start, length in [(0, 4096), (0x10000000000, 4096), (2**64 - 4096, 8192)]:
@@ -305,8 +306,32 @@ def test_dram_the_process_cannot_use_is_refused_at_registration(agent):
             "DRAM",
             lambda s=start, n=length: agent.agent.register_memory([(s, n, 0, "")], "DRAM", backends=[BACKEND]),
         )
-    ro = mmap.mmap(-1, 2 * 4096, prot=mmap.PROT_READ)
-    start = addr(np.frombuffer(ro, np.uint8))
-    refused("DRAM", lambda: agent.agent.register_memory([(start, len(ro), 0, "")], "DRAM", backends=[BACKEND]))
+    size = 2 * 4096
+    data = pattern(size, 40)
+    ro = mmap.mmap(-1, size)
+    ro.write(data.tobytes())
+    ro_view = np.frombuffer(ro, np.uint8)
+    start = addr(ro_view)
+    assert ctypes_mprotect(start, size) == 0
+    ro_reg = agent.agent.register_memory([(start, size, 0, "")], "DRAM", backends=[BACKEND])
+    TALLY["DRAM", "read-only: registered"] += 1
+    dev = agent.reg_obj(unique_key("from-read-only"), size)
+    agent.xfer("WRITE", [(start, size, 0)], [(0, size, dev)])
+    assert_same(agent.get(dev, size), data, "a WRITE from read-only memory")
+    TALLY["DRAM", "read-only: a WRITE's source"] += 1
+    refused("DRAM", lambda: agent.xfer("READ", [(start, size, 0)], [(0, size, dev)]))
+    assert_same(ro_view, data, "the read-only memory")
+    agent.agent.deregister_memory(ro_reg, backends=[BACKEND])
+    del ro_view
     ro.close()
     round_trip(agent, what="the bad DRAM registrations")
+
+
+def ctypes_mprotect(start: int, size: int) -> int:
+    """mprotect(PROT_READ) of [start, start + size), page-aligned."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc.mprotect(start, size, mmap.PROT_READ)

@@ -104,7 +104,8 @@ impl StagePool {
     }
 
     /// A buffer of `len` bytes, or None while the buffers in use leave no room for it. The
-    /// smallest kept buffer at least as large and at most a quarter larger is reused; otherwise
+    /// smallest kept buffer at least as large and at most a quarter larger, the last given back
+    /// of those, is reused; otherwise
     /// kept ones are freed to make room for a new one. The buffer counts against the cap by its
     /// whole allocation, so a larger one reused would cost room for as long as it is held (a
     /// pool kept from 4 MiB writes would hold half as many 2 MiB reads).
@@ -118,19 +119,25 @@ impl StagePool {
         }
         let pick = (0..s.kept.len())
             .filter(|&i| (exact..=exact + exact / 4).contains(&s.kept[i].len()) && fits(s.kept[i].len()))
-            .min_by_key(|&i| s.kept[i].len());
+            // Of the best fits, the one given back last: likely still in the cache, which
+            // both the copy into it and DAOS's send from it then hit.
+            .min_by_key(|&i| (s.kept[i].len(), std::cmp::Reverse(i)));
         let charge = pick.map_or(exact, |i| s.kept[i].len());
         s.in_use += charge;
         let buf = match pick {
             Some(i) => {
-                let b = s.kept.swap_remove(i);
+                let b = s.kept.remove(i); // keeps the order they were given back in
                 s.kept_bytes -= b.len();
                 b
             }
             None => {
                 let mut freed = Vec::new();
                 while self.charged(&s) + s.kept_bytes > self.cap {
-                    let Some(b) = s.kept.pop() else { break };
+                    // The one given back first: the coldest.
+                    if s.kept.is_empty() {
+                        break;
+                    }
+                    let b = s.kept.remove(0);
                     s.kept_bytes -= b.len();
                     freed.push(b);
                 }

@@ -349,7 +349,7 @@ impl Attempt {
         } else {
             format!(
                 "{n} of {} DAOS RPC(s) of this request ({unsent} of them not in DAOS at the deadline: waiting for \
-                 an in-flight slot (max_inflight), staging room (stage_bytes) or pool space)",
+                 an in-flight slot (max_inflight), staging room (stage_bytes) or pool space, or being copied)",
                 self.total
             )
         };

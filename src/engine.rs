@@ -516,9 +516,10 @@ impl Engine {
         })
     }
 
-    /// registerMem: DRAM needs nothing; an OBJ registration copies its key (`metaInfo`, or the
-    /// devId) and is refused when it would make NIXL's routing by devId ambiguous
-    /// (`crate::registry`). `addr` and `len` are the registered offsets inside the key.
+    /// registerMem: DRAM is checked against the process's mappings (`crate::host_memory`) and
+    /// not kept; an OBJ registration copies its key (`metaInfo`, or the devId) and is refused
+    /// when it would make NIXL's routing by devId ambiguous (`crate::registry`). For OBJ, `addr`
+    /// and `len` are the registered offsets inside the key.
     pub fn register(
         &self,
         mem: MemType,

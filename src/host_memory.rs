@@ -7,7 +7,8 @@
 //!
 //! A registration must be mapped and readable. Read-only memory (model weights mapped from a
 //! file, say) is a fine source for WRITEs, so it is registered, and remembered: a READ into it
-//! is refused at `prepXfer`, unless the mappings now say it is writable.
+//! is refused at `prepXfer`, unless the mappings now say it is writable. Memory registered
+//! writable and made read-only afterwards is the caller's to avoid, as unmapping it is.
 //!
 //! A range unmapped after its registration is the caller's to avoid (deregister first), as
 //! with every NIXL backend.
@@ -34,9 +35,10 @@ pub struct HostMemory {
 impl HostMemory {
     /// `registerMem` of DRAM: Ok when `[addr, addr + len)` is mapped and readable.
     pub fn register(&self, addr: u64, len: u64) -> Result<(), Error> {
-        check(addr, len, Access::Read)?;
-        if len > 0 && check(addr, len, Access::Write).is_err() {
-            let end = addr + len; // no overflow: checked above
+        let Some(end) = range_end(addr, len)? else { return Ok(()) };
+        let Some(maps) = read_maps() else { return Ok(()) };
+        check_in(&maps, addr, end, Access::Read)?;
+        if check_in(&maps, addr, end, Access::Write).is_err() {
             let mut ro = self.read_only.lock();
             if !ro.contains(&(addr, end)) {
                 ro.push((addr, end));
@@ -45,22 +47,22 @@ impl HostMemory {
         Ok(())
     }
 
-    /// `prepXfer` of a READ into DRAM: each range must be writable where it lies in memory
-    /// registered read-only.
+    /// `prepXfer` of a READ into DRAM: each range must be writable, now, where it lies in
+    /// memory registered read-only. Entries stay: memory made writable may be made read-only
+    /// again, and DRAM deregistration is not seen by the plugin. One read of the mappings per
+    /// call, outside the lock.
     pub fn check_read_into(&self, ranges: impl Iterator<Item = (u64, u64)>) -> Result<(), Error> {
-        let mut ro = self.read_only.lock();
+        let ro: Vec<(u64, u64)> = self.read_only.lock().clone();
         if ro.is_empty() {
             return Ok(());
         }
+        let mut maps: Option<Option<Vec<u8>>> = None;
         for (addr, len) in ranges {
             let end = addr.saturating_add(len);
-            let overlapping: Vec<(u64, u64)> = ro.iter().copied().filter(|&(s, e)| s < end && addr < e).collect();
-            for (s, e) in overlapping {
+            for &(s, e) in ro.iter().filter(|&&(s, e)| s < end && addr < e) {
                 let (from, to) = (addr.max(s), end.min(e));
-                check(from, to - from, Access::Write)?;
-                if check(s, e - s, Access::Write).is_ok() {
-                    // All of it writable now (remapped since): no longer read-only.
-                    ro.retain(|&r| r != (s, e));
+                if let Some(m) = maps.get_or_insert_with(read_maps) {
+                    check_in(m, from, to, Access::Write)?;
                 }
             }
         }
@@ -68,20 +70,25 @@ impl HostMemory {
     }
 }
 
-/// Ok when `[addr, addr + len)` is mapped with `access`; where `/proc/self/maps` cannot be read
-/// (no /proc) the range is taken as given, with a warning.
-fn check(addr: u64, len: u64, access: Access) -> Result<(), Error> {
+/// The end of `[addr, addr + len)`, None for an empty range.
+fn range_end(addr: u64, len: u64) -> Result<Option<u64>, Error> {
     if len == 0 {
-        return Ok(());
+        return Ok(None);
     }
-    let end = addr.checked_add(len).ok_or_else(|| {
+    addr.checked_add(len).map(Some).ok_or_else(|| {
         Error::InvalidArg(format!("DRAM range at {addr:#x} of {len} bytes runs past the end of the address space"))
-    })?;
+    })
+}
+
+/// This process's mappings; None where `/proc/self/maps` cannot be read (no /proc): ranges are
+/// then taken as given, with one warning per process.
+fn read_maps() -> Option<Vec<u8>> {
+    static WARNED: std::sync::Once = std::sync::Once::new();
     match std::fs::read(MAPS) {
-        Ok(maps) => check_in(&maps, addr, end, access),
+        Ok(maps) => Some(maps),
         Err(e) => {
-            tracing::warn!("{MAPS}: {e}; DRAM range at {addr:#x} of {len} bytes not checked");
-            Ok(())
+            WARNED.call_once(|| tracing::warn!("{MAPS}: {e}; DRAM ranges are not checked against the mappings"));
+            None
         }
     }
 }
@@ -202,10 +209,11 @@ mod tests {
         mem.check_read_into([(m.at(0), PAGE as u64), (m.at(2), 2 * PAGE as u64)].into_iter()).unwrap();
         let ro = mem.check_read_into([(m.at(1) + 100, 10)].into_iter()).unwrap_err().to_string();
         assert!(ro.contains("cannot be read into") && ro.contains("is mapped r-"), "{ro}");
-        // Made writable since: read into, and forgotten.
+        // Made writable since: read into; read-only again: refused again.
         m.protect(1, libc::PROT_READ | libc::PROT_WRITE);
         mem.check_read_into([(m.at(1), PAGE as u64)].into_iter()).unwrap();
-        assert!(mem.read_only.lock().is_empty());
+        m.protect(1, libc::PROT_READ);
+        assert!(mem.check_read_into([(m.at(1), PAGE as u64)].into_iter()).is_err());
     }
 
     #[test]

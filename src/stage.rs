@@ -131,16 +131,14 @@ impl StagePool {
                 b
             }
             None => {
-                let mut freed = Vec::new();
-                while self.charged(&s) + s.kept_bytes > self.cap {
-                    // The one given back first: the coldest.
-                    if s.kept.is_empty() {
-                        break;
-                    }
-                    let b = s.kept.remove(0);
-                    s.kept_bytes -= b.len();
-                    freed.push(b);
+                // Those given back first (the coldest) are freed for the room.
+                let (mut n, mut over) = (0, (self.charged(&s) + s.kept_bytes).saturating_sub(self.cap));
+                while over > 0 && n < s.kept.len() {
+                    over = over.saturating_sub(s.kept[n].len());
+                    n += 1;
                 }
+                let freed: Vec<Buffer> = s.kept.drain(..n).collect();
+                s.kept_bytes -= freed.iter().map(Buffer::len).sum::<usize>();
                 drop(s);
                 self.free(freed);
                 Buffer::new(len)
@@ -325,8 +323,8 @@ mod tests {
 
     #[test]
     fn memory_held_stays_within_the_cap_whatever_buffers_are_reused() {
-        // Large buffers kept, then smaller takes that reuse them (up to twice their size):
-        // each counts by its allocation, so what is held never passes the cap.
+        // Large buffers kept, then smaller takes (too small to reuse them): each counts by its
+        // allocation, and kept ones are freed for room, so what is held never passes the cap.
         let pool = StagePool::new(64 << 20);
         let large: Vec<Stage> = (0..8).map(|_| pool.try_take(8 << 20).unwrap()).collect();
         drop(large);

@@ -294,7 +294,7 @@ def test_devids_reused_across_keys(agent):
     round_trip(agent, what="the reused devIds")
 
 
-def test_dram_the_process_cannot_use_is_refused_at_registration(agent):
+def test_dram_the_process_cannot_use_is_refused(agent):
     """A DRAM range at NULL, in no mapping or past the address space is refused when it is
     registered, not a crash of the process at its first copy (the plugin copies into and out of
     registered DRAM on its own threads). Read-only memory registers and is a WRITE's source; a

@@ -79,16 +79,14 @@ struct State {
     remaining: usize,
     /// Folds handed to DAOS and not yet reaped.
     in_daos: usize,
-    /// Of `in_daos`, those whose in-flight slot was given back when the request ended.
-    slots_returned: usize,
-    /// Staging bytes (by allocation) the folds in DAOS hold, and of them those owed: moved to
-    /// the staging pool's owed allowance when the request ended (`StagePool::owe`).
+    /// Staging bytes (by allocation) the folds in DAOS hold.
     in_daos_bytes: usize,
-    bytes_owed: usize,
     /// One fold failed; queued siblings are dropped.
     failed: bool,
     /// Released, reposted or ended: nobody reads the outcome, queued folds are dropped, and
-    /// nothing more is copied from or into the caller's buffers.
+    /// nothing more is copied from or into the caller's buffers. Set by `give_up` alone, which
+    /// gave back the in-flight slots and staging charge of the folds then in DAOS: every fold
+    /// in DAOS from then on is one of those (none is launched after).
     cancelled: bool,
     /// The first error, until the terminal status is reported.
     error: Option<Error>,
@@ -251,13 +249,7 @@ impl Attempt {
         let mut s = self.lock();
         s.in_daos -= 1;
         s.in_daos_bytes -= charge;
-        if s.slots_returned > 0 {
-            s.slots_returned -= 1;
-            s.bytes_owed -= charge;
-            true
-        } else {
-            false
-        }
+        s.cancelled
     }
 
     /// Records the outcome of one fold of a write, or one that moved nothing (after
@@ -401,22 +393,16 @@ impl Attempt {
     /// (released, or retired for a repost) can no longer succeed: a fold it stops delivering
     /// must not leave a success behind it.
     fn give_up(&self, s: &mut MutexGuard<'_, State>) {
-        s.cancelled = true;
         if s.reported.is_none() && s.remaining > 0 {
             s.reported = Some(Status::Backend);
         }
-        let held = s.in_daos - s.slots_returned;
-        if held > 0 {
-            s.slots_returned += held;
-            if let Some(b) = &self.budget {
-                b.give(held);
+        if !s.cancelled {
+            s.cancelled = true;
+            if let (Some(b), n @ 1..) = (&self.budget, s.in_daos) {
+                b.give(n);
             }
-        }
-        let held_bytes = s.in_daos_bytes - s.bytes_owed;
-        if held_bytes > 0 {
-            s.bytes_owed += held_bytes;
-            if let Some(p) = &self.stage {
-                p.owe(held_bytes);
+            if let (Some(p), n @ 1..) = (&self.stage, s.in_daos_bytes) {
+                p.owe(n);
             }
         }
         self.wait_for_copies(s);

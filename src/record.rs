@@ -68,13 +68,31 @@ impl Record {
 /// never written (a block its write did not cover whole), which must never verify; a CRC of 0
 /// is stored as 1.
 pub fn block_sum(id: u64, index: u64, bytes: &[u8]) -> u32 {
-    let mut seed = [0u8; 16];
-    seed[..8].copy_from_slice(&id.to_le_bytes());
-    seed[8..].copy_from_slice(&index.to_le_bytes());
-    let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-    crc.update(&seed);
-    crc.update(bytes);
-    (crc.finalize() as u32).max(1)
+    let mut sum = BlockSum::new(id, index);
+    sum.update(bytes);
+    sum.finish()
+}
+
+/// `block_sum` taken piece by piece, the block's bytes given in order.
+pub struct BlockSum(crc_fast::Digest);
+
+impl BlockSum {
+    pub fn new(id: u64, index: u64) -> BlockSum {
+        let mut seed = [0u8; 16];
+        seed[..8].copy_from_slice(&id.to_le_bytes());
+        seed[8..].copy_from_slice(&index.to_le_bytes());
+        let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+        crc.update(&seed);
+        BlockSum(crc)
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> u32 {
+        (self.0.finalize() as u32).max(1)
+    }
 }
 
 /// Bytes of block `index` of a value of `len` bytes: [start, end).

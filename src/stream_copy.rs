@@ -1,9 +1,11 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 nixl-daos contributors
 // SPDX-License-Identifier: Apache-2.0
-//! The copy of a verified read out of its staging buffer into the caller's memory, with
-//! non-temporal (streaming) stores on x86-64: the caller's buffer is not read again by the
-//! plugin, so writing it around the cache saves the cache line fills a plain copy would read
-//! from memory first, and leaves the cache to the staging buffers the next reads land in.
+//! The copies between a caller's memory and the staging buffers, with non-temporal
+//! (streaming) stores on x86-64. The plugin does not read the destination again soon: a verified
+//! read's bytes are the caller's from then on, and a write's staged bytes are next read by the
+//! network's send, after the rest of the operation is copied. Writing them around the cache
+//! saves the cache line fills a plain copy reads from memory first (about half a cold copy's
+//! memory traffic), and leaves the cache to the bytes being copied and checksummed.
 
 /// Below this a plain copy: a streaming copy's fence costs more than it saves.
 const STREAM_MIN: usize = 16 << 10;
@@ -13,7 +15,7 @@ const STREAM_MIN: usize = 16 << 10;
 /// # Safety
 /// As `std::ptr::copy_nonoverlapping`: `src` valid for reads and `dst` for writes of `len`
 /// bytes, the two not overlapping.
-pub unsafe fn copy_out(src: *const u8, dst: *mut u8, len: usize) {
+pub unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     if len >= STREAM_MIN && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the contract above; AVX2 is there (checked).
@@ -49,7 +51,8 @@ unsafe fn stream_avx2(src: *const u8, dst: *mut u8, len: usize) {
             d = d.add(128);
         }
     }
-    // The streamed stores are ordered before whatever follows (the read's status).
+    // The streamed stores are ordered before whatever follows (the read's status, or the
+    // launch that hands the staged bytes to DAOS).
     _mm_sfence();
     // SAFETY: the tail lies within both ranges.
     unsafe { std::ptr::copy_nonoverlapping(s, d, len - head - body) };
@@ -66,7 +69,7 @@ mod tests {
             for off in [0usize, 1, 17, 31] {
                 let mut dst = vec![0xAAu8; len + 64];
                 // SAFETY: both ranges in bounds, distinct allocations.
-                unsafe { copy_out(src.as_ptr().add(3), dst.as_mut_ptr().add(off), len) };
+                unsafe { copy(src.as_ptr().add(3), dst.as_mut_ptr().add(off), len) };
                 assert_eq!(&dst[off..off + len], &src[3..3 + len], "len {len} off {off}");
                 assert!(dst[..off].iter().all(|&b| b == 0xAA), "wrote before the range");
                 assert!(dst[off + len..].iter().all(|&b| b == 0xAA), "wrote past the range");

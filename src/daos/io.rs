@@ -97,6 +97,25 @@ fn run_of(runs: &[Run], offset: u64, len: u64) -> &Run {
     r
 }
 
+/// Sums the blocks of the staged bytes that the runs cover whole (up to the value's end), in
+/// offset order: their sums into `sums`, their indices into `summed`.
+fn sum_staged(runs: &[Run], record: Record, buf: &[u8], sums: &mut Vec<u32>, summed: &mut Vec<u64>) {
+    for r in runs {
+        let end = r.offset + r.len;
+        let mut b = r.offset.div_ceil(BLOCK);
+        while b * BLOCK < record.len {
+            let (start, stop) = block_span(b, record.len);
+            if stop > end {
+                break;
+            }
+            let at = r.at + (start - r.offset) as usize;
+            sums.push(block_sum(record.id, b, &buf[at..at + (stop - start) as usize]));
+            summed.push(b);
+            b += 1;
+        }
+    }
+}
+
 pub struct IoDesc {
     pub kind: IoKind,
     dkey: ObjectKey,
@@ -235,10 +254,14 @@ impl IoDesc {
 
     /// An update: copies the caller's bytes into the staging buffer and checksums the blocks
     /// they cover whole (up to the value's end); other blocks get no checksum, so a read of
-    /// them does not verify. The copy runs in offset order, a block at a time, and each block
-    /// is checksummed as soon as its bytes are in, while they are still in the cache (where
-    /// descriptors overlap, all are copied first, in descriptor order, so the later one wins; so
-    /// is device memory, one copy per range). A failed device copy fails the I/O.
+    /// them does not verify. The copy runs in offset order, a piece of a block at a time: each
+    /// piece is summed from the caller's memory and then streamed into the buffer while it is
+    /// still in the cache, so the caller's bytes are read from memory once and the buffer is
+    /// written without being read. The sum is of the bytes staged, since the caller's do not
+    /// change while its request is live; a caller that changes them anyway gets a value that
+    /// does not verify, a miss, never other bytes reported right. Where descriptors overlap,
+    /// all are copied first, in descriptor order, so the later one wins, and then summed from
+    /// the buffer; so is device memory, one copy per range. A failed device copy fails the I/O.
     ///
     /// # Safety
     /// The caller's ranges are valid for reads: their request is live, and nothing ends it
@@ -247,37 +270,10 @@ impl IoDesc {
         let Some(stage) = self.stage.as_mut() else { return Ok(()) };
         let buf = stage.as_mut_slice();
         let Record { id, len } = self.record;
-        // The blocks to checksum, in offset order: (index, start, stop, where in the buffer).
-        let mut blocks: Vec<(u64, u64, u64, usize)> = Vec::new();
-        for r in &self.runs {
-            let end = r.offset + r.len;
-            let mut b = r.offset.div_ceil(BLOCK);
-            while b * BLOCK < len {
-                let (start, stop) = block_span(b, len);
-                if stop > end {
-                    break;
-                }
-                blocks.push((b, start, stop, r.at + (start - r.offset) as usize));
-                b += 1;
-            }
-        }
         self.sums.clear();
         self.sum_recxs.clear();
-        let copy = |buf: &mut [u8], e: &Extent, from: u64, n: u64| {
-            let r = run_of(&self.runs, e.offset + from, n);
-            let at = r.at + (e.offset + from - r.offset) as usize;
-            // SAFETY: the caller's range is readable (this function's contract) and holds
-            // `e.len` bytes; the staging buffer holds `n` bytes from `at` (the run covers the
-            // extent), and the two are distinct allocations.
-            unsafe { std::ptr::copy_nonoverlapping((e.addr + from) as *const u8, buf[at..].as_mut_ptr(), n as usize) };
-        };
-        let mut next = 0usize;
-        let mut sum_through = |buf: &[u8], upto: u64, sums: &mut Vec<u32>| {
-            while let Some(&(b, start, stop, at)) = blocks.get(next).filter(|blk| blk.2 <= upto) {
-                sums.push(block_sum(id, b, &buf[at..at + (stop - start) as usize]));
-                next += 1;
-            }
-        };
+        // The blocks summed, in offset order.
+        let mut summed: Vec<u64> = Vec::new();
         if let Some(d) = self.local.device() {
             // One copy per range, in descriptor order (a later one wins where they overlap),
             // all on one stream, done when this returns; then the checksums.
@@ -295,26 +291,58 @@ impl IoDesc {
             // SAFETY: the staging buffer holds every range (above); the device ranges are the
             // caller's, of a live request (this function's contract), checked at registration.
             unsafe { d.copy(&copies)? };
-            sum_through(buf, u64::MAX, &mut self.sums);
+            sum_staged(&self.runs, self.record, buf, &mut self.sums, &mut summed);
         } else if self.overlap {
             for e in &self.extents {
-                copy(buf, e, 0, e.len);
+                let r = run_of(&self.runs, e.offset, e.len);
+                let at = r.at + (e.offset - r.offset) as usize;
+                // SAFETY: the caller's range is readable (this function's contract) and holds
+                // `e.len` bytes; the staging buffer holds them from `at` (the run covers the
+                // extent), and the two are distinct allocations.
+                unsafe { std::ptr::copy_nonoverlapping(e.addr as *const u8, buf[at..].as_mut_ptr(), e.len as usize) };
             }
-            sum_through(buf, u64::MAX, &mut self.sums);
+            sum_staged(&self.runs, self.record, buf, &mut self.sums, &mut summed);
         } else {
+            // The block being summed as it is copied, from its first byte: its index, the
+            // offset its sum reaches, and the sum so far. A block is summed when that reaches
+            // its end (the next block's start or the value's): when this I/O covers it whole.
+            let mut running: Option<(u64, u64, crate::record::BlockSum)> = None;
             for e in &self.extents {
                 let mut done = 0;
                 while done < e.len {
                     // Up to the next block boundary of the object.
                     let at = e.offset + done;
                     let n = (e.len - done).min(BLOCK - at % BLOCK);
-                    copy(buf, e, done, n);
+                    let b = at / BLOCK;
+                    // SAFETY: within the caller's range of this extent, readable (this
+                    // function's contract).
+                    let src = unsafe { std::slice::from_raw_parts((e.addr + done) as *const u8, n as usize) };
+                    running = match running.take() {
+                        _ if at == b * BLOCK => Some((b, at, crate::record::BlockSum::new(id, b))),
+                        Some((rb, upto, sum)) if rb == b && upto == at => Some((rb, upto, sum)),
+                        _ => None,
+                    };
+                    if let Some((rb, upto, mut sum)) = running.take() {
+                        // Summed first: the copy then reads the bytes from the cache.
+                        sum.update(src);
+                        let upto = upto + n;
+                        if upto == block_span(rb, len).1 {
+                            self.sums.push(sum.finish());
+                            summed.push(rb);
+                        } else {
+                            running = Some((rb, upto, sum));
+                        }
+                    }
+                    let r = run_of(&self.runs, at, n);
+                    let to = r.at + (at - r.offset) as usize;
+                    // SAFETY: the staging buffer holds `n` bytes from `to` (the run covers the
+                    // piece), a distinct allocation from the caller's range.
+                    unsafe { crate::stream_copy::copy(src.as_ptr(), buf[to..].as_mut_ptr(), n as usize) };
                     done += n;
-                    sum_through(buf, at + n, &mut self.sums);
                 }
             }
         }
-        for &(b, ..) in &blocks[..next] {
+        for b in summed {
             match self.sum_recxs.last_mut() {
                 Some(x) if x.rx_idx + x.rx_nr == b => x.rx_nr += 1,
                 _ => self.sum_recxs.push(daos_recx_t { rx_idx: b, rx_nr: 1 }),
@@ -411,7 +439,7 @@ impl IoDesc {
                     // staging buffer holds those bytes from `from` (the run covers the block); the
                     // two never overlap.
                     unsafe {
-                        crate::stream_copy::copy_out(
+                        crate::stream_copy::copy(
                             buf[from..].as_ptr(),
                             (e.addr + (lo - e.offset)) as *mut u8,
                             (hi - lo) as usize,
@@ -579,6 +607,64 @@ mod tests {
         let s = io.stage.as_ref().unwrap().as_slice();
         assert!(s[..80].iter().all(|&x| x == 1) && s[80..].iter().all(|&x| x == 2));
         assert_eq!(io.sums, vec![block_sum(9, 0, s)], "one block, to the value's end");
+    }
+
+    #[test]
+    fn sums_taken_from_the_callers_bytes_match_the_staged_blocks() {
+        // Descriptors of many sizes, touching or with gaps, from one source buffer: each sum
+        // (taken on the way, from the caller's bytes) is the block's sum over what was staged.
+        let src: Vec<u8> = (0..40 * BLOCK as usize).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let sizes = [1u64, 4096, 16 << 10, 24 << 10, BLOCK - 1, BLOCK, BLOCK + 1, 100_000, 3 * BLOCK];
+        let pool = crate::stage::StagePool::new(1 << 30);
+        for case in 0..300 {
+            let (mut ext, mut offset, mut from) = (Vec::new(), next(2) * next(BLOCK), 0u64);
+            for _ in 0..1 + next(6) {
+                let len = sizes[next(sizes.len() as u64) as usize];
+                if from + len > src.len() as u64 {
+                    break;
+                }
+                ext.push(Extent { offset, len, addr: src.as_ptr() as u64 + from });
+                offset += len + if next(3) == 0 { next(2 * BLOCK) } else { 0 };
+                from += len + next(5000);
+            }
+            let end = ext.last().map_or(0, |e| e.offset + e.len);
+            let len = end + if next(2) == 0 { 0 } else { next(BLOCK) };
+            let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: case, len });
+            io.attach(pool.try_take(io.stage_len()).unwrap());
+            // SAFETY: every extent lies within `src`.
+            unsafe { io.stage_in() }.unwrap();
+            let staged = io.stage.as_ref().unwrap().as_slice();
+            let listed: Vec<u64> = io.sum_recxs.iter().flat_map(|x| x.rx_idx..x.rx_idx + x.rx_nr).collect();
+            let covered = |start: u64, stop: u64| {
+                (start..stop).all(|o| ext.iter().any(|e| (e.offset..e.offset + e.len).contains(&o)))
+            };
+            let whole: Vec<u64> =
+                (0..len.div_ceil(BLOCK)).filter(|&b| covered(block_span(b, len).0, block_span(b, len).1)).collect();
+            assert_eq!(listed, whole, "case {case}: the blocks covered whole are summed, and only those");
+            let mut want = Vec::new();
+            for x in &io.sum_recxs {
+                for b in x.rx_idx..x.rx_idx + x.rx_nr {
+                    let (start, stop) = block_span(b, len);
+                    let r = run_of(&io.runs, start, stop - start);
+                    let at = r.at + (start - r.offset) as usize;
+                    want.push(block_sum(case, b, &staged[at..at + (stop - start) as usize]));
+                }
+            }
+            assert_eq!(io.sums, want, "case {case}: {ext:?}, value of {len}");
+            for e in &ext {
+                let r = run_of(&io.runs, e.offset, e.len);
+                let at = r.at + (e.offset - r.offset) as usize;
+                let from = (e.addr - src.as_ptr() as u64) as usize;
+                assert_eq!(&staged[at..at + e.len as usize], &src[from..from + e.len as usize], "case {case}");
+            }
+        }
     }
 
     #[test]

@@ -257,9 +257,9 @@ impl IoDesc {
     /// them does not verify. The copy runs in offset order, a piece of a block at a time: each
     /// piece is summed from the caller's memory and then streamed into the buffer while it is
     /// still in the cache, so the caller's bytes are read from memory once and the buffer is
-    /// written without being read. The sum is of the bytes staged, since the caller's do not
-    /// change while its request is live; a caller that changes them anyway gets a value that
-    /// does not verify, a miss, never other bytes reported right. Where descriptors overlap,
+    /// written without being read. The sum is the staged bytes' because the caller's do not
+    /// change while its request is live; where a caller changes them anyway, a block changed
+    /// between its sum and its copy does not verify (a miss). Where descriptors overlap,
     /// all are copied first, in descriptor order, so the later one wins, and then summed from
     /// the buffer; so is device memory, one copy per range. A failed device copy fails the I/O.
     ///

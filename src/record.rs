@@ -74,10 +74,10 @@ pub fn block_sum(id: u64, index: u64, bytes: &[u8]) -> u32 {
 }
 
 /// `block_sum` taken piece by piece, the block's bytes given in order.
-pub struct BlockSum(crc_fast::Digest);
+struct BlockSum(crc_fast::Digest);
 
 impl BlockSum {
-    pub fn new(id: u64, index: u64) -> BlockSum {
+    fn new(id: u64, index: u64) -> BlockSum {
         let mut seed = [0u8; 16];
         seed[..8].copy_from_slice(&id.to_le_bytes());
         seed[8..].copy_from_slice(&index.to_le_bytes());
@@ -86,13 +86,67 @@ impl BlockSum {
         BlockSum(crc)
     }
 
-    pub fn update(&mut self, bytes: &[u8]) {
+    fn update(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
 
-    pub fn finish(self) -> u32 {
+    fn finish(self) -> u32 {
         (self.0.finalize() as u32).max(1)
     }
+}
+
+/// The sums of the blocks a write covers whole, taken as its bytes go by: pieces of the value,
+/// each within one block, given in offset order and never overlapping (`block_pieces`). A
+/// block is summed when the pieces from its first byte on reach its end (the next block's
+/// start or the value's); any other block gets no sum.
+pub struct WriteSums {
+    record: Record,
+    /// The block being summed: its index, the offset its pieces reach, and the sum so far.
+    running: Option<(u64, u64, BlockSum)>,
+    /// The sums, and the indices of the blocks they are of, in offset order.
+    pub sums: Vec<u32>,
+    pub blocks: Vec<u64>,
+}
+
+impl WriteSums {
+    /// `sums` is emptied and reused.
+    pub fn new(record: Record, mut sums: Vec<u32>) -> WriteSums {
+        sums.clear();
+        WriteSums { record, running: None, sums, blocks: Vec::new() }
+    }
+
+    /// `bytes` of the value from offset `at`, all within one block.
+    pub fn piece(&mut self, at: u64, bytes: &[u8]) {
+        let b = at / BLOCK;
+        let running = match self.running.take() {
+            _ if at == b * BLOCK => Some((b, at, BlockSum::new(self.record.id, b))),
+            r => r.filter(|&(rb, upto, _)| rb == b && upto == at),
+        };
+        if let Some((rb, upto, mut sum)) = running {
+            sum.update(bytes);
+            let upto = upto + bytes.len() as u64;
+            if upto == block_span(rb, self.record.len).1 {
+                self.sums.push(sum.finish());
+                self.blocks.push(rb);
+            } else {
+                self.running = Some((rb, upto, sum));
+            }
+        }
+    }
+}
+
+/// The pieces of the range [offset, offset + len) of a value, split at block boundaries:
+/// (offset, length) of each, in order.
+pub fn block_pieces(offset: u64, len: u64) -> impl Iterator<Item = (u64, u64)> {
+    let end = offset + len;
+    let mut at = offset;
+    std::iter::from_fn(move || {
+        (at < end).then(|| {
+            let n = (end - at).min(BLOCK - at % BLOCK);
+            at += n;
+            (at - n, n)
+        })
+    })
 }
 
 /// Bytes of block `index` of a value of `len` bytes: [start, end).

@@ -4,8 +4,8 @@
 //! (streaming) stores on x86-64. The plugin does not read the destination again soon: a verified
 //! read's bytes are the caller's from then on, and a write's staged bytes are next read by the
 //! network's send, after the rest of the operation is copied. Writing them around the cache
-//! saves the cache line fills a plain copy reads from memory first (about half a cold copy's
-//! memory traffic), and leaves the cache to the bytes being copied and checksummed.
+//! saves the cache line fills a plain copy reads from memory first (about a third of a cold
+//! copy's memory traffic), and leaves the cache to the bytes being copied and checksummed.
 
 /// Below this a plain copy: a streaming copy's fence costs more than it saves.
 const STREAM_MIN: usize = 16 << 10;

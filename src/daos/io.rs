@@ -169,9 +169,10 @@ impl IoDesc {
 
     /// An update of `dkey` storing `extents` (the caller's, in descriptor order) under
     /// `record`. No extents: the record alone (a key's first dkey, when a write puts no bytes
-    /// there). Every extent ends within the value (`record.len`), as the planner's do: a block
-    /// is summed only where its bytes reach its end or the value's.
+    /// there). Every extent is non-empty and ends within the value (`record.len`), as the
+    /// planner's are: a block is summed only where its bytes reach its end or the value's.
     pub fn update(dkey: ObjectKey, extents: &[Extent], record: Record) -> IoDesc {
+        debug_assert!(extents.iter().all(|e| e.len > 0 && e.offset + e.len <= record.len), "{extents:?}");
         let runs = runs(extents.iter().map(|e| (e.offset, e.offset + e.len)).collect());
         IoDesc::build(IoKind::Update, dkey, extents, runs, record)
     }
@@ -593,8 +594,9 @@ mod tests {
         };
         let sizes = [1u64, 4096, 16 << 10, 24 << 10, BLOCK - 1, BLOCK, BLOCK + 1, 100_000, 3 * BLOCK];
         let pool = crate::stage::StagePool::new(1 << 30);
-        for case in 0..300 {
-            let (mut ext, mut offset, mut from) = (Vec::new(), next(2) * next(BLOCK), 0u64);
+        for case in 0..600 {
+            // The first extent in block 0 to 2, at its start or anywhere in it.
+            let (mut ext, mut offset, mut from) = (Vec::new(), next(3) * BLOCK + next(2) * next(BLOCK), 0u64);
             for _ in 0..1 + next(6) {
                 let len = sizes[next(sizes.len() as u64) as usize];
                 if from + len > src.len() as u64 {

@@ -76,6 +76,14 @@ pub enum Error {
     CopyPanicked,
     #[error("a transfer of this request is still in flight")]
     RepostActive,
+    /// The memory for a staging buffer could not be had: the operation fails at once rather
+    /// than waiting for memory that may never come.
+    #[error(
+        "cannot allocate a staging buffer of {bytes} bytes: the process is out of memory (or \
+         past the system's overcommit limit); lower the backend parameter stage_bytes, or \
+         chunk_bytes for a container this plugin creates"
+    )]
+    StagingMemory { bytes: usize },
     #[error(
         "this DAOS backend was created in process {pid}; a forked child cannot use it (libdaos's \
          connections and threads do not survive fork): create the backend in the child"
@@ -144,6 +152,7 @@ impl Error {
             | Error::Unverified { .. }
             | Error::Cuda { .. }
             | Error::CopyPanicked
+            | Error::StagingMemory { .. }
             | Error::ShuttingDown => Status::Backend,
         }
     }
@@ -212,6 +221,7 @@ mod tests {
             (Error::Timeout { what: s(), ms: 1 }, Status::Backend),
             (Error::ShuttingDown, Status::Backend),
             (Error::CopyPanicked, Status::Backend),
+            (Error::StagingMemory { bytes: 1 }, Status::Backend),
             (Error::RepostActive, Status::RepostActive),
             (Error::Forked { pid: 1 }, Status::Backend),
             (Error::Unverified { key: s(), why: "x" }, Status::Backend),
@@ -233,6 +243,7 @@ mod tests {
                 | Error::Timeout { .. }
                 | Error::ShuttingDown
                 | Error::CopyPanicked
+                | Error::StagingMemory { .. }
                 | Error::RepostActive
                 | Error::Forked { .. }
                 | Error::Unverified { .. }

@@ -284,23 +284,25 @@ impl Shared {
         }
     }
 
-    /// Takes an in-flight slot and the op's staging buffer, if both are free.
-    fn reserve(&self, op: &mut Op) -> bool {
+    /// Takes an in-flight slot and the op's staging buffer, if both are free (false: it waits
+    /// for them). An error, holding neither: the buffer's memory cannot be had, and the op
+    /// fails rather than wait for memory that may never come.
+    fn reserve(&self, op: &mut Op) -> Result<bool, Error> {
         if !self.budget.take() {
-            return false;
+            return Ok(false);
         }
         let need = op.io.stage_len();
         if need > 0 {
             match self.stage.try_take(need) {
-                Some(buf) => op.io.attach(buf),
-                None => {
+                Ok(Some(buf)) => op.io.attach(buf),
+                taken => {
                     self.budget.give(1);
-                    return false;
+                    return taken.map(|_| false);
                 }
             }
         }
         crate::host::in_daos_add(1);
-        true
+        Ok(true)
     }
 
     /// Gives back what `reserve` took; `slot_returned`: the budget's slot went back already
@@ -322,7 +324,7 @@ impl Shared {
 /// What `Lane::launch_next` did.
 enum Next {
     /// Launched the oldest waiting op (true: it copied a write's bytes in first), or dropped
-    /// it (its request no longer wanted it).
+    /// it (its request no longer wanted it) or failed it (no memory for its staging).
     Launched(bool),
     Empty,
     /// The oldest waits for an in-flight slot or staging room.
@@ -432,12 +434,18 @@ impl Lane {
             op.fail(Error::ShuttingDown);
             return;
         }
-        if sh.waiting_len.load(Ordering::SeqCst) == 0 && sh.reserve(&mut op) {
-            self.launch(op);
-            self.wake();
-        } else {
-            sh.queue([op]);
+        if sh.waiting_len.load(Ordering::SeqCst) == 0 {
+            match sh.reserve(&mut op) {
+                Ok(true) => {
+                    self.launch(op);
+                    self.wake();
+                    return;
+                }
+                Ok(false) => {}
+                Err(e) => return op.fail(e),
+            }
         }
+        sh.queue([op]);
     }
 
     /// The lane parks only after seeing nothing in flight and nothing waiting (SeqCst on both
@@ -474,23 +482,22 @@ impl Lane {
         let (op, reserved) = {
             let mut w = sh.waiting.lock();
             let Some(front) = w.front_mut() else { return Next::Empty };
-            let reserved = if front.wanted() {
-                if !sh.reserve(front) {
-                    return Next::NoRoom;
-                }
-                true
-            } else {
-                false
+            let reserved = match front.wanted() {
+                true => match sh.reserve(front) {
+                    Ok(false) => return Next::NoRoom,
+                    r => r,
+                },
+                false => Ok(false),
             };
             let op = w.pop_front().expect("the front is there");
             sh.waiting_len.store(w.len(), Ordering::SeqCst);
             (op, reserved)
         };
-        let copied = reserved && op.copies_in();
-        if reserved {
-            self.launch(op);
-        } else {
-            op.skip();
+        let copied = matches!(reserved, Ok(true)) && op.copies_in();
+        match reserved {
+            Ok(true) => self.launch(op),
+            Ok(false) => op.skip(),
+            Err(e) => op.fail(e),
         }
         Next::Launched(copied)
     }

@@ -28,6 +28,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::error::{Error, Result};
+
 pub struct StagePool {
     cap: usize,
     state: Mutex<State>,
@@ -61,18 +63,18 @@ unsafe impl Send for Buffer {}
 const PAGE: usize = 4096;
 
 impl Buffer {
-    /// The allocation a buffer of `len` bytes takes.
-    fn size_for(len: usize) -> usize {
-        len.max(1).next_multiple_of(PAGE)
+    /// The allocation a buffer of `len` bytes takes (None: more than an allocation can be).
+    fn size_for(len: usize) -> Option<usize> {
+        len.max(1).checked_next_multiple_of(PAGE).filter(|&n| n <= isize::MAX as usize)
     }
 
-    fn new(len: usize) -> Buffer {
-        let len = Buffer::size_for(len);
-        let layout = std::alloc::Layout::from_size_align(len, PAGE).expect("a staging buffer's layout");
+    /// None when the allocator refuses (out of memory, or a strict overcommit limit).
+    fn new(len: usize) -> Option<Buffer> {
+        let len = Buffer::size_for(len)?;
+        let layout = std::alloc::Layout::from_size_align(len, PAGE).ok()?;
         // SAFETY: a layout of non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let Some(ptr) = std::ptr::NonNull::new(ptr) else { std::alloc::handle_alloc_error(layout) };
-        Buffer { ptr, len, pinned: None }
+        let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
+        Some(Buffer { ptr, len, pinned: None })
     }
 
     fn len(&self) -> usize {
@@ -103,19 +105,20 @@ impl StagePool {
         Arc::new(StagePool { cap: cap.max(1), state: Mutex::new(State::default()) })
     }
 
-    /// A buffer of `len` bytes, or None while the buffers in use leave no room for it. The
+    /// A buffer of `len` bytes, or None while the buffers in use leave no room for it; an error
+    /// when the memory for a new one cannot be had (the operation fails, nothing waits). The
     /// smallest kept buffer at least as large and at most a quarter larger, the last given back
     /// of those, is reused; otherwise kept ones are freed to make room for a new one. The
     /// buffer counts against the cap by its whole allocation, so a larger one reused would cost
     /// room for as long as it is held (a pool kept from 4 MiB writes would hold half as many
     /// 2 MiB reads).
-    pub fn try_take(self: &Arc<Self>, len: usize) -> Option<Stage> {
+    pub fn try_take(self: &Arc<Self>, len: usize) -> Result<Option<Stage>> {
         let mut s = self.state.lock();
         let used = self.charged(&s);
-        let fits = |n: usize| used == 0 || used + n <= self.cap;
-        let exact = Buffer::size_for(len);
+        let fits = |n: usize| used == 0 || used.saturating_add(n) <= self.cap;
+        let exact = Buffer::size_for(len).ok_or(Error::StagingMemory { bytes: len })?;
         if !fits(exact) {
-            return None;
+            return Ok(None);
         }
         let pick = (0..s.kept.len())
             .filter(|&i| (exact..=exact + exact / 4).contains(&s.kept[i].len()) && fits(s.kept[i].len()))
@@ -141,10 +144,16 @@ impl StagePool {
                 s.kept_bytes -= freed.iter().map(Buffer::len).sum::<usize>();
                 drop(s);
                 self.free(freed);
-                Buffer::new(len)
+                match Buffer::new(len) {
+                    Some(b) => b,
+                    None => {
+                        self.state.lock().in_use -= charge;
+                        return Err(Error::StagingMemory { bytes: exact });
+                    }
+                }
             }
         };
-        Some(Stage { buf: Some(buf), len, owed: false, pool: self.clone() })
+        Ok(Some(Stage { buf: Some(buf), len, owed: false, pool: self.clone() }))
     }
 
     /// What counts against the cap: live requests' buffers, and owed ones beyond their
@@ -286,19 +295,39 @@ impl Drop for StagePool {
 mod tests {
     use super::*;
 
+    fn take(pool: &Arc<StagePool>, len: usize) -> Option<Stage> {
+        pool.try_take(len).expect("the test's buffers fit in memory")
+    }
+
+    #[test]
+    fn memory_that_cannot_be_had_is_an_error_and_leaves_the_pool_as_it_was() {
+        // 256 TiB: past the 128 TiB of address space a Linux process maps by default, refused
+        // whatever the overcommit policy.
+        let pool = StagePool::new(usize::MAX / 2);
+        let err = pool.try_take(1 << 48).err().expect("refused");
+        assert!(matches!(err, Error::StagingMemory { bytes } if bytes == 1 << 48), "{err}");
+        assert_eq!(err.status(), crate::error::Status::Backend);
+        assert!(err.to_string().contains("stage_bytes"), "{err}");
+        assert_eq!(pool.in_use(), 0, "the failed take holds nothing");
+        let b = take(&pool, 1 << 20).expect("room");
+        assert_eq!(b.charge(), 1 << 20);
+        // Past what a layout can describe: refused too, not a panic.
+        assert!(matches!(pool.try_take(usize::MAX - 10), Err(Error::StagingMemory { .. })));
+    }
+
     #[test]
     fn buffers_are_reused_and_small_takes_leave_large_buffers() {
         let pool = StagePool::new(64 << 20);
-        let mut b = pool.try_take(1 << 20).unwrap();
+        let mut b = take(&pool, 1 << 20).unwrap();
         let addr = b.as_mut_ptr() as usize;
         drop(b);
         assert_eq!((pool.in_use(), pool.kept_bytes()), (0, 1 << 20));
-        let mut b = pool.try_take(900 << 10).unwrap();
+        let mut b = take(&pool, 900 << 10).unwrap();
         assert_eq!(b.as_mut_ptr() as usize, addr, "the kept buffer is reused");
         assert_eq!(b.as_slice().len(), 900 << 10);
         assert_eq!(pool.in_use(), 1 << 20, "a buffer counts by its whole allocation");
         drop(b);
-        let small = pool.try_take(600 << 10).unwrap();
+        let small = take(&pool, 600 << 10).unwrap();
         assert_eq!(pool.kept_bytes(), 1 << 20, "the 1 MiB buffer stays for a large transfer");
         assert_eq!(pool.in_use(), 600 << 10);
         drop(small);
@@ -307,16 +336,16 @@ mod tests {
     #[test]
     fn the_cap_bounds_buffers_in_use_and_kept() {
         let pool = StagePool::new(16 << 20);
-        let held: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
-        assert!(pool.try_take(1).is_none(), "no room while 16 MiB are in use");
+        let held: Vec<Stage> = (0..4).map(|_| take(&pool, 4 << 20).unwrap()).collect();
+        assert!(take(&pool, 1).is_none(), "no room while 16 MiB are in use");
         drop(held);
         assert!(pool.in_use() == 0 && pool.kept_bytes() <= 16 << 20);
         // Larger than the cap: goes alone, then waits for nothing.
-        let big = pool.try_take(64 << 20).unwrap();
-        assert!(pool.try_take(1).is_none());
+        let big = take(&pool, 64 << 20).unwrap();
+        assert!(take(&pool, 1).is_none());
         drop(big);
         assert!(pool.kept_bytes() <= 16 << 20, "{} kept", pool.kept_bytes());
-        let again: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
+        let again: Vec<Stage> = (0..4).map(|_| take(&pool, 4 << 20).unwrap()).collect();
         assert_eq!(pool.in_use(), 16 << 20);
         drop(again);
     }
@@ -326,10 +355,10 @@ mod tests {
         // Large buffers kept, then smaller takes (too small to reuse them): each counts by its
         // allocation, and kept ones are freed for room, so what is held never passes the cap.
         let pool = StagePool::new(64 << 20);
-        let large: Vec<Stage> = (0..8).map(|_| pool.try_take(8 << 20).unwrap()).collect();
+        let large: Vec<Stage> = (0..8).map(|_| take(&pool, 8 << 20).unwrap()).collect();
         drop(large);
         let mut held = Vec::new();
-        while let Some(b) = pool.try_take((4 << 20) + 4096) {
+        while let Some(b) = take(&pool, (4 << 20) + 4096) {
             held.push(b);
             assert!(held.len() < 64, "the cap stops the takes");
         }
@@ -343,9 +372,9 @@ mod tests {
         // Kept 4 MiB buffers, then 2 MiB takes: new 2 MiB buffers are made (kept ones freed
         // for them), so the cap holds as many 2 MiB takes as it would without the kept ones.
         let pool = StagePool::new(16 << 20);
-        drop((0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect::<Vec<_>>());
+        drop((0..4).map(|_| take(&pool, 4 << 20).unwrap()).collect::<Vec<_>>());
         let mut held = Vec::new();
-        while let Some(b) = pool.try_take(2 << 20) {
+        while let Some(b) = take(&pool, 2 << 20) {
             held.push(b);
         }
         assert_eq!(held.len(), 8, "2 MiB buffers under a 16 MiB cap");
@@ -355,21 +384,21 @@ mod tests {
     #[test]
     fn buffers_owed_to_daos_leave_the_cap_for_an_allowance_of_its_size() {
         let pool = StagePool::new(16 << 20);
-        let mut owed: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
-        assert!(pool.try_take(4 << 20).is_none(), "the cap is full");
+        let mut owed: Vec<Stage> = (0..4).map(|_| take(&pool, 4 << 20).unwrap()).collect();
+        assert!(take(&pool, 4 << 20).is_none(), "the cap is full");
         // Their requests ended while DAOS holds them: live requests get the whole cap again.
         pool.owe(owed.iter().map(Stage::charge).sum());
         owed.iter_mut().for_each(Stage::mark_owed);
-        let live: Vec<Stage> = (0..4).map(|_| pool.try_take(4 << 20).unwrap()).collect();
-        assert!(pool.try_take(4 << 20).is_none(), "the cap is full again");
+        let live: Vec<Stage> = (0..4).map(|_| take(&pool, 4 << 20).unwrap()).collect();
+        assert!(take(&pool, 4 << 20).is_none(), "the cap is full again");
         assert_eq!(pool.in_use(), 32 << 20, "owed and live, within twice the cap");
         // Owed beyond the allowance counts against the cap.
         let mut more: Vec<Stage> = live;
         pool.owe(more.iter().map(Stage::charge).sum());
         more.iter_mut().for_each(Stage::mark_owed);
-        assert!(pool.try_take(4 << 20).is_none(), "owed past the allowance takes the cap's room");
+        assert!(take(&pool, 4 << 20).is_none(), "owed past the allowance takes the cap's room");
         drop(more);
-        assert!(pool.try_take(4 << 20).is_some(), "DAOS answered: room again");
+        assert!(take(&pool, 4 << 20).is_some(), "DAOS answered: room again");
         drop(owed);
         assert_eq!(pool.in_use(), 0);
     }

@@ -572,7 +572,7 @@ mod tests {
         let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: 9, len: 130 });
         assert_eq!(io.stage_len(), 130);
         let pool = crate::stage::StagePool::new(1 << 20);
-        io.attach(pool.try_take(130).unwrap());
+        io.attach(pool.try_take(130).unwrap().unwrap());
         // SAFETY: both ranges are live vectors.
         unsafe { io.stage_in() }.unwrap();
         let s = io.stage.as_ref().unwrap().as_slice();
@@ -609,7 +609,7 @@ mod tests {
             let end = ext.last().map_or(0, |e| e.offset + e.len);
             let len = end + if next(2) == 0 { 0 } else { next(BLOCK) };
             let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: case, len });
-            io.attach(pool.try_take(io.stage_len()).unwrap());
+            io.attach(pool.try_take(io.stage_len()).unwrap().unwrap());
             // SAFETY: every extent lies within `src`.
             unsafe { io.stage_in() }.unwrap();
             let staged = io.stage.as_ref().unwrap().as_slice();
@@ -646,7 +646,7 @@ mod tests {
         // Bytes 1000.. 2.5 blocks of a value of 3 blocks: block 0 and 2 not whole.
         let ext = [Extent { offset: 1000, len: 2 * BLOCK + BLOCK / 2 - 1000, addr: at }];
         let mut io = IoDesc::update(ObjectKey::from_registration(b"k", 0), &ext, Record { id: 1, len: 3 * BLOCK });
-        io.attach(crate::stage::StagePool::new(1 << 30).try_take(io.stage_len()).unwrap());
+        io.attach(crate::stage::StagePool::new(1 << 30).try_take(io.stage_len()).unwrap().unwrap());
         // SAFETY: a live vector, longer than the extent.
         unsafe { io.stage_in() }.unwrap();
         assert_eq!(io.sum_recxs.iter().map(|x| (x.rx_idx, x.rx_nr)).collect::<Vec<_>>(), vec![(1, 1)]);

@@ -68,13 +68,13 @@ impl Buffer {
         len.max(1).checked_next_multiple_of(PAGE).filter(|&n| n <= isize::MAX as usize)
     }
 
-    /// None when the allocator refuses (out of memory, or a strict overcommit limit).
-    fn new(len: usize) -> Option<Buffer> {
-        let len = Buffer::size_for(len)?;
-        let layout = std::alloc::Layout::from_size_align(len, PAGE).ok()?;
+    /// A buffer of `size` bytes (a `size_for`); None when the allocator refuses (out of
+    /// memory, or a strict overcommit limit).
+    fn new(size: usize) -> Option<Buffer> {
+        let layout = std::alloc::Layout::from_size_align(size, PAGE).ok()?;
         // SAFETY: a layout of non-zero size.
         let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
-        Some(Buffer { ptr, len, pinned: None })
+        Some(Buffer { ptr, len: size, pinned: None })
     }
 
     fn len(&self) -> usize {
@@ -144,11 +144,11 @@ impl StagePool {
                 s.kept_bytes -= freed.iter().map(Buffer::len).sum::<usize>();
                 drop(s);
                 self.free(freed);
-                match Buffer::new(len) {
+                match Buffer::new(exact) {
                     Some(b) => b,
                     None => {
                         self.state.lock().in_use -= charge;
-                        return Err(Error::StagingMemory { bytes: exact });
+                        return Err(Error::StagingMemory { bytes: len });
                     }
                 }
             }
